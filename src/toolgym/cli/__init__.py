@@ -1,0 +1,1 @@
+"""The `toolgym` command line: thin commands over library calls."""

@@ -1,0 +1,1 @@
+"""Task datasets: build from generators, validate by replay (and teacher), import Fleet records."""

@@ -1,0 +1,44 @@
+"""Replay a task's reference solution in a fresh environment and verify the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from toolgym.envs import EnvError, Environment, make_env
+from toolgym.schema import Task, Verdict
+from toolgym.verify import verify_task
+
+
+@dataclass
+class ReplayOutcome:
+    task_id: str
+    verdict: Verdict
+    failed_calls: list[str]
+
+    @property
+    def kept(self) -> bool:
+        return self.verdict.error is None and self.verdict.reward >= 1.0 and not self.failed_calls
+
+    @property
+    def reason(self) -> str:
+        if self.verdict.error:
+            return f"verifier error: {self.verdict.error}"
+        if self.failed_calls:
+            return "reference call failed: " + "; ".join(self.failed_calls)
+        failed = [f"{c.label}: {c.detail}" for c in self.verdict.checks if not c.passed]
+        return "checks failed: " + "; ".join(failed) if failed else "kept"
+
+
+def replay_task(task: Task, env: Environment | None = None) -> ReplayOutcome:
+    """Every reference call must succeed and every check must pass for the task to be kept."""
+    env = env if env is not None and env.name == task.env else make_env(task.env)
+    env.reset(task.env_variables)
+    failed: list[str] = []
+    try:
+        for call in task.reference_solution:
+            result = env.call_tool(call.name, call.arguments)
+            if result.is_error:
+                failed.append(f"{call.name}: {result.content}")
+    except EnvError as exc:
+        return ReplayOutcome(task.id, Verdict.failure(str(exc)), failed)
+    return ReplayOutcome(task.id, verify_task(task, env, task.expected_answer), failed)

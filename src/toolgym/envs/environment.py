@@ -1,0 +1,152 @@
+"""Environment: one or more apps with per-episode state, a tool-call log and the seed → current diff."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolgym.envs.app import App, ToolContext
+from toolgym.envs.context import EnvContext
+from toolgym.envs.database import RowChange, diff
+from toolgym.envs.tool import Tool, ToolError
+from toolgym.schema import ToolSpec
+
+
+class EnvError(RuntimeError):
+    """The environment itself broke (a tool bug, a dead server): an infrastructure error, not a reward."""
+
+
+@dataclass
+class ToolResult:
+    content: str
+    is_error: bool = False
+
+
+@dataclass
+class ToolCallRecord:
+    """What was called, by whom, and whether it worked: the input of tool_called checks and traces."""
+
+    name: str
+    arguments: dict[str, Any]
+    caller: str
+    ok: bool
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def render_result(value: Any) -> str:
+    """Tool return values become compact JSON text for the model."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+
+
+@dataclass
+class Environment:
+    """Apps composed over shared users. Call `reset` before each episode."""
+
+    apps: list[App]
+    context: EnvContext = field(default_factory=EnvContext)
+    calls: list[ToolCallRecord] = field(default_factory=list)
+    _conns: dict[str, sqlite3.Connection] = field(default_factory=dict)
+    _tools: dict[str, tuple[App, Tool]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for app in self.apps:
+            for t in app.tools:
+                if t.name in self._tools:
+                    other = self._tools[t.name][0].name
+                    raise ValueError(f"tool {t.name!r} is defined by both {other!r} and {app.name!r}")
+                self._tools[t.name] = (app, t)
+
+    @property
+    def name(self) -> str:
+        return "+".join(a.name for a in self.apps)
+
+    @property
+    def version(self) -> str:
+        return "+".join(a.version for a in self.apps)
+
+    @property
+    def policy(self) -> str:
+        return "\n\n".join(a.policy.strip() for a in self.apps)
+
+    def reset(self, env_variables: dict[str, str] | None = None) -> None:
+        """Fresh copies of every app's seed database; the seed itself is never written."""
+        self.close()
+        self.context = EnvContext(dict(env_variables or {}))
+        self.calls = []
+        for app in self.apps:
+            self._conns[app.name] = app.snapshot().fresh()
+
+    def close(self) -> None:
+        for conn in self._conns.values():
+            conn.close()
+        self._conns = {}
+
+    def tool_specs(self, owner: str = "agent") -> list[ToolSpec]:
+        return [t.spec for _, t in self._tools.values() if t.owner == owner]
+
+    def _app(self, app: str | None) -> App:
+        if app is None:
+            if len(self.apps) != 1:
+                raise ValueError(f"environment {self.name!r} has several apps; name one of them")
+            return self.apps[0]
+        for candidate in self.apps:
+            if candidate.name == app:
+                return candidate
+        raise ValueError(f"environment {self.name!r} has no app {app!r}")
+
+    def db(self, which: str = "current", app: str | None = None) -> sqlite3.Connection:
+        """`seed` (read-only, shared) or `current` (this episode's) database of an app."""
+        target = self._app(app)
+        if which == "seed":
+            return target.snapshot().reader()
+        if which != "current":
+            raise ValueError(f"unknown database {which!r}; use 'seed' or 'current'")
+        if target.name not in self._conns:
+            raise EnvError("environment was not reset before use")
+        return self._conns[target.name]
+
+    def diff(self, app: str | None = None) -> list[RowChange]:
+        """Exact net row changes seed → current, for one app or (prefixed 'app.table') for all."""
+        if app is not None or len(self.apps) == 1:
+            target = self._app(app)
+            return diff(target.snapshot(), self.db("current", target.name))
+        changes: list[RowChange] = []
+        for a in self.apps:
+            for c in diff(a.snapshot(), self.db("current", a.name)):
+                changes.append(RowChange(f"{a.name}.{c.table}", c.op, c.rowid, c.before, c.after))
+        return changes
+
+    def call_tool(self, name: str, arguments: Any, caller: str = "agent") -> ToolResult:
+        """Run a tool. Bad calls come back as readable errors; only a broken tool raises EnvError."""
+        started = time.perf_counter()
+        args = arguments if isinstance(arguments, dict) else {}
+        entry = self._tools.get(name)
+        if entry is None:
+            known = ", ".join(sorted(n for n, (_, t) in self._tools.items() if t.owner == caller))
+            return self._record(name, args, caller, started, f"unknown tool {name!r}; available tools: {known}")
+        app, fn = entry
+        if fn.owner != caller:
+            return self._record(
+                name, args, caller, started,
+                f"tool {name!r} belongs to the {fn.owner}, not the {caller}; ask the {fn.owner} to do it",
+            )
+        try:
+            bound = fn.bind_arguments(arguments)
+            value = fn.fn(ToolContext(db=self.db("current", app.name), env=self.context, app=app), **bound)
+        except ToolError as exc:
+            return self._record(name, args, caller, started, str(exc))
+        except Exception as exc:
+            self.calls.append(ToolCallRecord(name, args, caller, False, repr(exc), time.perf_counter() - started))
+            raise EnvError(f"tool {name!r} of app {app.name!r} crashed: {type(exc).__name__}: {exc}") from exc
+        self.calls.append(ToolCallRecord(name, args, caller, True, None, time.perf_counter() - started))
+        return ToolResult(render_result(value))
+
+    def _record(self, name: str, args: dict[str, Any], caller: str, started: float, error: str) -> ToolResult:
+        self.calls.append(ToolCallRecord(name, args, caller, False, error, time.perf_counter() - started))
+        return ToolResult(f"Error: {error}", is_error=True)

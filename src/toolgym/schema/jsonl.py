@@ -1,0 +1,96 @@
+"""JSONL reading and writing: append + flush + fsync per row, errors that name file and line."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class JsonlError(ValueError):
+    """A bad row, located by file, line and (where known) field."""
+
+    def __init__(self, path: str | Path, line: int, message: str, field: str | None = None) -> None:
+        where = f"{path}:{line}" + (f" field '{field}'" if field else "")
+        super().__init__(f"{where}: {message}")
+        self.path = str(path)
+        self.line = line
+        self.field = field
+        self.message = message
+
+
+def iter_json_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """Yield (line_number, parsed JSON) for each non-empty line; bad JSON raises JsonlError."""
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise JsonlError(path, number, f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
+
+
+def validation_error_to_jsonl(path: str | Path, line: int, exc: ValidationError) -> JsonlError:
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first.get("loc", ()))
+    return JsonlError(path, line, first.get("msg", str(exc)), field or None)
+
+
+def read_models(path: str | Path, model: type[M]) -> list[M]:
+    """Read a JSONL file of `model` rows; the first bad row raises JsonlError naming line and field."""
+    rows: list[M] = []
+    for number, data in iter_json_rows(path):
+        try:
+            rows.append(model.model_validate(data))
+        except ValidationError as exc:
+            raise validation_error_to_jsonl(path, number, exc) from exc
+    return rows
+
+
+def dumps(row: BaseModel | dict[str, Any]) -> str:
+    """Canonical one-line JSON (sorted keys would reorder messages' fields, so keep model order)."""
+    if isinstance(row, BaseModel):
+        return row.model_dump_json(exclude_none=False)
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+
+
+class JsonlWriter:
+    """Append rows durably: each row is written, flushed and fsynced before `write` returns."""
+
+    def __init__(self, path: str | Path, mode: str = "a") -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle: IO[str] = open(self.path, mode, encoding="utf-8")  # noqa: SIM115
+
+    def write(self, row: BaseModel | dict[str, Any]) -> None:
+        self._handle.write(dumps(row) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_jsonl(path: str | Path, rows: Iterable[BaseModel | dict[str, Any]]) -> int:
+    """Write a whole file at once (for datasets, where the file is the unit); returns the row count."""
+    count = 0
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(dumps(row) + "\n")
+            count += 1
+    return count
