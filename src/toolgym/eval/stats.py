@@ -1,0 +1,105 @@
+"""Confidence intervals and significance tests for success rates.
+
+A rate is always reported with its numerator and denominator; these functions say how much
+it can be trusted (Wilson intervals) and whether two runs differ (two-proportion z-test for
+independent samples, McNemar for the same tasks paired).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy.stats import binomtest, norm
+
+
+@dataclass(frozen=True)
+class Rate:
+    """successes / total, with a Wilson 95% interval; prints as '24/180 (13.3%, 95% CI 9.1–19.1%)'."""
+
+    successes: int
+    total: int
+
+    @property
+    def value(self) -> float:
+        return self.successes / self.total if self.total else float("nan")
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson_interval(self.successes, self.total)
+
+    def __str__(self) -> str:
+        if not self.total:
+            return f"{self.successes}/0 (n/a)"
+        low, high = self.interval
+        return f"{self.successes}/{self.total} ({100 * self.value:.1f}%, 95% CI {100 * low:.1f}–{100 * high:.1f}%)"
+
+
+def wilson_interval(successes: int, total: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval: sane at 0/n and n/n, unlike the normal approximation."""
+    if total <= 0:
+        return (float("nan"), float("nan"))
+    if not 0 <= successes <= total:
+        raise ValueError(f"successes {successes} outside [0, {total}]")
+    z = norm.ppf(0.5 + confidence / 2)
+    p = successes / total
+    denominator = 1 + z * z / total
+    centre = (p + z * z / (2 * total)) / denominator
+    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denominator
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """B minus A: the difference of rates, its CI, and the test's p-value."""
+
+    a: Rate
+    b: Rate
+    difference: float
+    interval: tuple[float, float]
+    p_value: float
+    test: str
+
+    def __str__(self) -> str:
+        low, high = self.interval
+        return (
+            f"{self.b.successes}/{self.b.total} vs {self.a.successes}/{self.a.total}: "
+            f"{100 * self.difference:+.2f} pp (95% CI {100 * low:+.2f} to {100 * high:+.2f} pp), "
+            f"p = {self.p_value:.3g} ({self.test})"
+        )
+
+
+def two_proportion_test(a: Rate, b: Rate, confidence: float = 0.95) -> Comparison:
+    """Two-sided z-test with pooled variance; Wald interval of the difference (unpooled)."""
+    if not a.total or not b.total:
+        raise ValueError("both rates need a non-zero denominator")
+    p1, p2 = a.value, b.value
+    pooled = (a.successes + b.successes) / (a.total + b.total)
+    se_pooled = math.sqrt(pooled * (1 - pooled) * (1 / a.total + 1 / b.total))
+    difference = p2 - p1
+    p_value = 1.0 if se_pooled == 0 else 2 * norm.sf(abs(difference) / se_pooled)
+    se = math.sqrt(p1 * (1 - p1) / a.total + p2 * (1 - p2) / b.total)
+    z = norm.ppf(0.5 + confidence / 2)
+    return Comparison(a, b, difference, (difference - z * se, difference + z * se), float(p_value), "two-proportion z-test")
+
+
+def mcnemar_test(a_passed: list[bool], b_passed: list[bool]) -> Comparison:
+    """Paired test over the same tasks: exact binomial on the discordant pairs."""
+    if len(a_passed) != len(b_passed):
+        raise ValueError(f"paired results differ in length: {len(a_passed)} vs {len(b_passed)}")
+    only_b = sum(1 for x, y in zip(a_passed, b_passed, strict=True) if y and not x)
+    only_a = sum(1 for x, y in zip(a_passed, b_passed, strict=True) if x and not y)
+    discordant = only_a + only_b
+    p_value = 1.0 if discordant == 0 else binomtest(only_b, discordant, 0.5).pvalue
+    n = len(a_passed)
+    a = Rate(sum(a_passed), n)
+    b = Rate(sum(b_passed), n)
+    difference = (only_b - only_a) / n if n else 0.0
+    # Interval of the paired difference (Wald on the paired proportions).
+    if n:
+        var = (only_a + only_b) / n - difference**2
+        half = 1.96 * math.sqrt(max(var, 0.0) / n)
+    else:
+        half = float("nan")
+    return Comparison(a, b, difference, (difference - half, difference + half), float(p_value),
+                      f"McNemar exact ({only_b} only-B vs {only_a} only-A)")
