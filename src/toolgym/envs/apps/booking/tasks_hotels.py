@@ -1,0 +1,329 @@
+"""Hotel task families: hotel facts, booking a named room, best-rated within a budget, full hotels, reviews."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Any
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.booking.rules import available_room_types, free_rooms
+from toolgym.envs.apps.booking.task_common import (
+    LAST_DAY,
+    active_users,
+    answer_has,
+    call,
+    day_of,
+    diff_only,
+    env_for,
+    hotel_booking_checks,
+    human_date,
+    impossible_checks,
+    iso,
+    lookup_checks,
+    next_code,
+    pick_today,
+    plural,
+    user_by_id,
+)
+from toolgym.schema import DiffOnly, ExpectedChange, FieldEquals, RowExists
+
+HOTEL_FACTS = {
+    ("rating", "price"): (
+        "How well is {hotel} in {city} rated by guests, and what's its cheapest nightly rate?",
+        "For {hotel} in {city}: guest rating and lowest price per night, please.",
+        "What does the cheapest room at {hotel} ({city}) cost per night, and what's the hotel's guest rating?",
+    ),
+    ("rating", "address"): (
+        "What's the guest rating of {hotel} in {city}, and what's its street address?",
+        "I'm considering {hotel} in {city}. Where exactly is it, and how do guests rate it?",
+        "Give me the address and the guest score of the {city} hotel {hotel}.",
+    ),
+    ("price", "address"): (
+        "What's the address of {hotel} in {city}, and how much is its cheapest room per night?",
+        "Before I book {hotel} ({city}): what's the lowest nightly price and where is it located?",
+        "{city} trip: find {hotel} and tell me its cheapest rate per night and its address.",
+    ),
+}
+
+
+def hotel_rooms(world: World, hotel_id: int) -> list[dict[str, Any]]:
+    return world.query("SELECT * FROM room_types WHERE hotel_id=? ORDER BY price_per_night, id", (hotel_id,))
+
+
+def hotel_facts(rng: random.Random, world: World) -> TaskDraft | None:
+    """Find a hotel by name and city, answer two of: guest rating, cheapest nightly price, address."""
+    hotels = world.query("SELECT h.*, c.name AS city FROM hotels h JOIN cities c ON c.id = h.city_id ORDER BY h.id")
+    hotel = hotels[rng.randrange(len(hotels))]
+    asked = sorted(HOTEL_FACTS)[rng.randrange(len(HOTEL_FACTS))]
+    templates = HOTEL_FACTS[asked]
+    phrasing = rng.randrange(len(templates))
+    cheapest = hotel_rooms(world, hotel["id"])[0]
+    facts = {"rating": f"{hotel['rating']:.1f}", "price": str(cheapest["price_per_night"]), "address": hotel["address"]}
+    users = active_users(world)
+    today = dt.date(2026, 4, 1) + dt.timedelta(days=rng.randint(0, 152))
+    return TaskDraft(
+        prompt=templates[phrasing].format(hotel=hotel["name"], city=hotel["city"]),
+        checks=lookup_checks([facts[k] for k in asked]),
+        reference_solution=[call("search_hotels", city=hotel["city"]), call("get_hotel", hotel_id=hotel["id"])],
+        env_variables=env_for(users[rng.randrange(len(users))], today),
+        expected_answer=(f"{hotel['name']} ({hotel['address']}, {hotel['city']}) has a guest rating of "
+                         f"{facts['rating']}/10; its cheapest room is the {cheapest['name']} at "
+                         f"${cheapest['price_per_night']} per night."),
+        difficulty=1,
+        metadata={"phrasing": "-".join(asked) + str(phrasing), "hotel_id": hotel["id"]},
+    )
+
+
+def _random_stay(rng: random.Random, max_nights: int = 5) -> tuple[str, str, int]:
+    start = dt.date(2026, 4, 6) + dt.timedelta(days=rng.randint(0, 160))
+    nights = rng.randint(1, max_nights)
+    return iso(start), iso(start + dt.timedelta(days=nights)), nights
+
+
+BOOK_ROOM = (
+    "Book a {room} at {hotel} in {city} from {ci} to {co} for {guests}{rate}.",
+    "Please reserve one {room} room at {hotel} ({city}), checking in {ci_h} and out {co_h}, {guests}{rate}.",
+    "I'd like the {room} at {hotel}, {city}: {nights}, arriving {ci}, {guests}{rate}. Go ahead and book it.",
+)
+
+
+def book_hotel_room(rng: random.Random, world: World) -> TaskDraft | None:
+    """A single write: the named room type at a named hotel for given dates and guests."""
+    rooms = world.query(
+        "SELECT r.*, h.name AS hotel, c.name AS city FROM room_types r JOIN hotels h ON h.id = r.hotel_id "
+        "JOIN cities c ON c.id = h.city_id ORDER BY r.id")
+    room = rooms[rng.randrange(len(rooms))]
+    check_in, check_out, nights = _random_stay(rng)
+    if free_rooms(world, room["id"], room["total_rooms"], check_in, check_out) < 1:
+        return None
+    today = pick_today(rng, day_of(check_in))
+    if today is None:
+        return None
+    guests = rng.randint(1, room["max_guests"])
+    refundable = rng.random() < 0.3
+    users = active_users(world)
+    user = users[rng.randrange(len(users))]
+    phrasing = rng.randrange(len(BOOK_ROOM))
+    prompt = BOOK_ROOM[phrasing].format(
+        room=room["name"], hotel=room["hotel"], city=room["city"], ci=check_in, co=check_out,
+        ci_h=human_date(check_in), co_h=human_date(check_out), nights=plural(nights, "night"),
+        guests=plural(guests, "guest"), rate=" at the refundable rate" if refundable else "")
+    code = next_code(world, "hotel_reservations")
+    checks, expected = hotel_booking_checks(user["id"], room, check_in, check_out, guests, refundable)
+    price = room["refundable_price_per_night"] if refundable else room["price_per_night"]
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, diff_only(expected), answer_has([code], label="answer gives the confirmation code")],
+        reference_solution=[
+            call("search_hotels", city=room["city"], check_in=check_in, check_out=check_out, guests=guests),
+            call("get_hotel", hotel_id=room["hotel_id"], check_in=check_in, check_out=check_out),
+            call("book_hotel", hotel_id=room["hotel_id"], room_type_id=room["id"], check_in=check_in,
+                 check_out=check_out, guests=guests, refundable=refundable),
+        ],
+        env_variables=env_for(user, today),
+        expected_answer=(f"Reserved a {room['name']} at {room['hotel']} from {check_in} to {check_out} "
+                         f"({plural(nights, 'night')}, {plural(guests, 'guest')}), ${price * nights} in total. "
+                         f"Confirmation code: {code}."),
+        difficulty=1,
+        metadata={"phrasing": phrasing, "room_type_id": room["id"]},
+    )
+
+
+TOP_RATED = (
+    "Book the highest-rated hotel in {city} that has a room for at most ${cap} a night, {ci} to {co}, "
+    "{guests}. Take the cheapest room that fits.",
+    "We need a place in {city} from {ci_h} to {co_h} ({guests}). Budget is ${cap} per night max. Book the "
+    "best-rated hotel we can get, cheapest suitable room.",
+    "Find the hotel in {city} with the best guest rating among those with a room at ${cap}/night or less for "
+    "{guests}, {ci} to {co}, and book its cheapest room that fits.",
+)
+
+
+def cheapest_stay(world: World, city_id: int, check_in: str, check_out: str, guests: int) -> list[dict[str, Any]]:
+    """Every hotel of a city with a free room for the stay, with its cheapest such room; best-rated first."""
+    offers = []
+    for hotel in world.query("SELECT * FROM hotels WHERE city_id=? ORDER BY rating DESC, id", (city_id,)):
+        rooms = available_room_types(world, hotel["id"], check_in, check_out, guests)
+        if rooms:
+            offers.append({"hotel": hotel, "room": rooms[0] | {"hotel_id": hotel["id"]}})
+    return offers
+
+
+def _best_rated_under_cap(
+    rng: random.Random, world: World, city_id: int, check_in: str, check_out: str, guests: int
+) -> tuple[dict[str, Any], dict[str, Any], int] | None:
+    """(hotel, room, nightly cap) where the cap makes `hotel` the best-rated choice with a free room.
+
+    Prefers a cap that rules out a better-rated but pricier hotel, so the budget matters.
+    """
+    offers = cheapest_stay(world, city_id, check_in, check_out, guests)
+    choices = []
+    for index, offer in enumerate(offers):
+        price = offer["room"]["price_per_night"]
+        better_prices = [o["room"]["price_per_night"] for o in offers[:index]]
+        if all(price < p for p in better_prices):
+            ceiling = min(better_prices) - 1 if better_prices else price + 60
+            choices.append((offer, ceiling, index))
+    if not choices:
+        return None
+    constrained = [c for c in choices if c[2] > 0] or choices
+    offer, ceiling, _ = constrained[rng.randrange(len(constrained))]
+    cap = offer["room"]["price_per_night"]
+    rounded = -(-cap // 10) * 10  # round up to a multiple of 10 when that still rules the better ones out
+    if rounded <= ceiling:
+        cap = rounded
+    return offer["hotel"], offer["room"], cap
+
+
+def book_top_rated_hotel(rng: random.Random, world: World) -> TaskDraft | None:
+    """Search a city for dates, keep hotels with a room within the nightly cap, book the best-rated one."""
+    cities = world.query("SELECT id, name FROM cities ORDER BY id")
+    city = cities[rng.randrange(len(cities))]
+    check_in, check_out, nights = _random_stay(rng, 4)
+    guests = rng.choices([1, 2, 3], weights=[3, 4, 1])[0]
+    picked = _best_rated_under_cap(rng, world, city["id"], check_in, check_out, guests)
+    today = pick_today(rng, day_of(check_in))
+    if picked is None or today is None:
+        return None
+    hotel, room, cap = picked
+    users = active_users(world)
+    user = users[rng.randrange(len(users))]
+    phrasing = rng.randrange(len(TOP_RATED))
+    prompt = TOP_RATED[phrasing].format(city=city["name"], cap=cap, ci=check_in, co=check_out,
+                                        ci_h=human_date(check_in), co_h=human_date(check_out),
+                                        guests=plural(guests, "guest"))
+    code = next_code(world, "hotel_reservations")
+    checks, expected = hotel_booking_checks(user["id"], room, check_in, check_out, guests, False)
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, diff_only(expected), answer_has([code], label="answer gives the confirmation code")],
+        reference_solution=[
+            call("search_hotels", city=city["name"], check_in=check_in, check_out=check_out, guests=guests,
+                 max_price=cap),
+            call("get_hotel", hotel_id=hotel["id"], check_in=check_in, check_out=check_out),
+            call("book_hotel", hotel_id=hotel["id"], room_type_id=room["id"], check_in=check_in,
+                 check_out=check_out, guests=guests),
+        ],
+        env_variables=env_for(user, today),
+        expected_answer=(f"Booked {hotel['name']} (guest rating {hotel['rating']:.1f}), {room['name']} at "
+                         f"${room['price_per_night']}/night, {check_in} to {check_out}: "
+                         f"${room['price_per_night'] * nights} total. Confirmation code: {code}."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "hotel_id": hotel["id"], "room_type_id": room["id"], "cap": cap},
+    )
+
+
+HOTEL_FULL = (
+    "Book a {room} at {hotel} in {city} from {ci} to {co} for {guests}.",
+    "Can you reserve the {room} at {hotel} ({city}) for {guests}, checking in {ci_h} and out {co_h}?",
+    "I want a {room} at {hotel}, {city}, {nights} starting {ci}. Book it for {guests}.",
+)
+
+
+def hotel_full_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """The requested room type is taken on at least one night of the stay: nothing can be booked."""
+    blocks = world.query(
+        "SELECT r.room_type_id, r.check_in, r.check_out, t.name AS room, t.total_rooms, t.max_guests, "
+        "h.id AS hotel_id, h.name AS hotel, c.name AS city FROM hotel_reservations r "
+        "JOIN room_types t ON t.id = r.room_type_id JOIN hotels h ON h.id = r.hotel_id "
+        "JOIN cities c ON c.id = h.city_id WHERE r.status = 'confirmed' AND r.check_in >= '2026-04-03' "
+        "ORDER BY r.id")
+    block = blocks[rng.randrange(len(blocks))]
+    start = day_of(block["check_in"]) + dt.timedelta(days=rng.randint(-2, 1))
+    end = start + dt.timedelta(days=rng.randint(2, 4))
+    check_in, check_out = iso(start), iso(end)
+    if end > LAST_DAY + dt.timedelta(days=30):
+        return None
+    if free_rooms(world, block["room_type_id"], block["total_rooms"], check_in, check_out) > 0:
+        return None
+    today = pick_today(rng, start)
+    if today is None:
+        return None
+    guests = rng.randint(1, block["max_guests"])
+    users = active_users(world)
+    phrasing = rng.randrange(len(HOTEL_FULL))
+    prompt = HOTEL_FULL[phrasing].format(
+        room=block["room"], hotel=block["hotel"], city=block["city"], ci=check_in, co=check_out,
+        ci_h=human_date(check_in), co_h=human_date(check_out), guests=plural(guests, "guest"),
+        nights=plural((end - start).days, "night"))
+    return TaskDraft(
+        prompt=prompt,
+        checks=impossible_checks("book_hotel"),
+        reference_solution=[
+            call("search_hotels", city=block["city"], check_in=check_in, check_out=check_out, guests=guests),
+            call("get_hotel", hotel_id=block["hotel_id"], check_in=check_in, check_out=check_out),
+        ],
+        env_variables=env_for(users[rng.randrange(len(users))], today),
+        expected_answer=(f"I cannot book it: no {block['room']} is free at {block['hotel']} for every night from "
+                         f"{check_in} to {check_out}."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "room_type_id": block["room_type_id"]},
+    )
+
+
+REVIEW_OPENINGS = {
+    5: ("Wonderful stay.", "Absolutely loved it.", "Best hotel of our trip."),
+    4: ("Very good stay.", "Really nice hotel.", "Would happily come back."),
+    3: ("It was okay.", "Average overall.", "Mixed feelings."),
+    2: ("Disappointing.", "Not great.", "Expected more."),
+    1: ("Terrible experience.", "Would not recommend.", "Never again."),
+}
+REVIEW_DETAILS = {
+    5: ("The staff went out of their way for us", "Spotless room and a great breakfast", "Perfect location"),
+    4: ("Comfortable bed and quick check-in", "Friendly staff, small bathroom", "Good breakfast and quiet room"),
+    3: ("Clean but noisy at night", "Fine location, tired furniture", "Slow wifi but helpful front desk"),
+    2: ("Room smelled of smoke", "Check-in took almost an hour", "Air conditioning barely worked"),
+    1: ("Dirty sheets and rude staff", "They lost our reservation at first", "Broken shower the whole stay"),
+}
+REVIEW = (
+    "Leave a {rating}-star review for {hotel}, where I stayed recently. Comment: \"{comment}\"",
+    "Please post my review of {hotel} in {city}: {rating} out of 5, with the text \"{comment}\"",
+    "Rate my recent hotel stay in {city} {rating}/5 and add the comment \"{comment}\".",
+)
+
+
+def review_past_stay(rng: random.Random, world: World) -> TaskDraft | None:
+    """A single write after a completed stay: the review row with the user's rating and words."""
+    stays = world.query(
+        "SELECT r.id, r.user_id, r.hotel_id, r.check_out, h.name AS hotel, h.city_id, c.name AS city "
+        "FROM hotel_reservations r JOIN hotels h ON h.id = r.hotel_id JOIN cities c ON c.id = h.city_id "
+        "WHERE r.status = 'confirmed' AND r.check_out BETWEEN '2026-03-25' AND '2026-08-30' ORDER BY r.id")
+    stay = stays[rng.randrange(len(stays))]
+    low = max(day_of(stay["check_out"]) + dt.timedelta(days=1), dt.date(2026, 4, 1))
+    high = min(day_of(stay["check_out"]) + dt.timedelta(days=25), LAST_DAY)
+    if low > high:
+        return None
+    today = low + dt.timedelta(days=rng.randint(0, (high - low).days))
+    if world.one("SELECT id FROM reviews WHERE user_id=? AND hotel_id=?", (stay["user_id"], stay["hotel_id"])):
+        return None
+    past_in_city = world.query(
+        "SELECT DISTINCT r.hotel_id FROM hotel_reservations r JOIN hotels h ON h.id = r.hotel_id "
+        "WHERE r.user_id=? AND h.city_id=? AND r.status='confirmed' AND r.check_out<=? ORDER BY r.hotel_id",
+        (stay["user_id"], stay["city_id"], iso(today)))
+    phrasing = rng.randrange(len(REVIEW))
+    if phrasing == 2 and len(past_in_city) != 1:  # "my stay in <city>" must name exactly one hotel
+        return None
+    rating = rng.choices([5, 4, 3, 2, 1], weights=[3, 4, 2, 1, 1])[0]
+    comment = f"{rng.choice(REVIEW_OPENINGS[rating])} {rng.choice(REVIEW_DETAILS[rating])}."
+    user = user_by_id(world, stay["user_id"])
+    where = {"hotel_id": stay["hotel_id"], "user_id": stay["user_id"]}
+    return TaskDraft(
+        prompt=REVIEW[phrasing].format(rating=rating, hotel=stay["hotel"], city=stay["city"], comment=comment),
+        checks=[
+            RowExists(table="reviews", where={**where, "rating": rating}, count=1, weight=3.0,
+                      label=f"{rating}-star review of hotel {stay['hotel_id']}"),
+            FieldEquals(table="reviews", where=where, field="comment", value=comment, weight=1.0,
+                        label="review text as given"),
+            DiffOnly(expected=[ExpectedChange(table="reviews", op="insert", where=where)], weight=2.0,
+                     label="no other changes"),
+        ],
+        reference_solution=[
+            call("list_my_bookings", kind="hotel"),
+            call("review_hotel", hotel_id=stay["hotel_id"], rating=rating, comment=comment),
+        ],
+        env_variables=env_for(user, today),
+        expected_answer=f"Your {rating}-star review of {stay['hotel']} is posted.",
+        difficulty=2,
+        metadata={"phrasing": phrasing, "reservation_id": stay["id"]},
+    )

@@ -1,0 +1,209 @@
+"""Task families about the logged-in user's own bookings: look them up, cancel them, or fail to."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Any
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.booking.task_common import (
+    FIRST_DAY,
+    LAST_DAY,
+    answer_has,
+    call,
+    day_of,
+    diff_only,
+    env_for,
+    human_date,
+    impossible_checks,
+    lookup_checks,
+    user_by_id,
+)
+from toolgym.schema import Check, ExpectedChange, FieldEquals
+
+
+def my_bookings(world: World, kind: str) -> list[dict[str, Any]]:
+    """All bookings of one kind with what prompts and checks need; `starts` and `city` for both kinds."""
+    if kind == "flight":
+        return world.query(
+            "SELECT b.*, f.flight_number, f.origin, f.destination, f.date, f.depart_time, f.seats_left, "
+            "f.date AS starts, c.name AS city, c.id AS city_id FROM flight_bookings b "
+            "JOIN flights f ON f.id = b.flight_id JOIN cities c ON c.airport_code = f.destination ORDER BY b.id")
+    return world.query(
+        "SELECT r.*, r.check_in AS starts, h.name AS hotel, c.name AS city, c.id AS city_id, t.name AS room "
+        "FROM hotel_reservations r JOIN hotels h ON h.id = r.hotel_id JOIN cities c ON c.id = h.city_id "
+        "JOIN room_types t ON t.id = r.room_type_id ORDER BY r.id")
+
+
+def _only_one_in_city(world: World, kind: str, booking: dict[str, Any]) -> bool:
+    """True when `booking` is the user's only confirmed booking of this kind in its city, past or future,
+    so "my hotel in <city>" can mean nothing else."""
+    same = [b for b in my_bookings(world, kind)
+            if b["user_id"] == booking["user_id"] and b["city_id"] == booking["city_id"]
+            and b["status"] == "confirmed"]
+    return [b["id"] for b in same] == [booking["id"]]
+
+
+def _pick_upcoming(
+    rng: random.Random, world: World, kind: str, refundable: int | None
+) -> tuple[dict[str, Any], dt.date] | None:
+    """A confirmed booking (optionally of one refundability) and a CURRENT_DATE before it starts."""
+    rows = [b for b in my_bookings(world, kind) if b["status"] == "confirmed"
+            and (refundable is None or b["refundable"] == refundable)]
+    booking = rows[rng.randrange(len(rows))]
+    starts = day_of(booking["starts"])
+    low = max(FIRST_DAY, day_of(booking["booked_on"]) + dt.timedelta(days=1), starts - dt.timedelta(days=40))
+    high = min(LAST_DAY, starts - dt.timedelta(days=1))
+    if low > high:
+        return None
+    today = low + dt.timedelta(days=rng.randint(0, (high - low).days))
+    if not _only_one_in_city(world, kind, booking):
+        return None
+    return booking, today
+
+
+TRIP_QUESTIONS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
+    ("flight", "when"): (("date", "depart_time"), (
+        "When does my upcoming flight to {city} leave?",
+        "What day and time is my flight to {city}?",
+        "Remind me when I fly to {city}: date and departure time.",
+    )),
+    ("flight", "code"): (("code",), (
+        "What's the confirmation code for my flight to {city}?",
+        "I need the booking reference of my upcoming {city} flight.",
+        "Look up my flight to {city} and give me its confirmation code.",
+    )),
+    ("flight", "number"): (("flight_number", "depart_time"), (
+        "Which flight am I on to {city}, and what time does it depart?",
+        "Flight number and departure time of my {city} flight, please.",
+        "I forgot my flight details for {city}. What's the flight number and when does it leave?",
+    )),
+    ("hotel", "dates"): (("check_in", "check_out"), (
+        "When do I check in and out of my hotel in {city}?",
+        "What are the dates of my upcoming hotel stay in {city}?",
+        "Remind me of my {city} hotel dates: check-in and check-out.",
+    )),
+    ("hotel", "code"): (("hotel", "code"), (
+        "Which hotel am I booked at in {city}, and what's the confirmation code?",
+        "Give me the hotel name and booking code of my upcoming stay in {city}.",
+        "I need my {city} hotel reservation details: which hotel, and the confirmation code.",
+    )),
+    ("hotel", "price"): (("total_price",), (
+        "How much am I paying in total for my hotel in {city}?",
+        "What's the total price of my upcoming {city} hotel reservation?",
+        "Remind me what my stay in {city} costs altogether.",
+    )),
+}
+
+
+def my_trip_lookup(rng: random.Random, world: World) -> TaskDraft | None:
+    """'My flight to X' / 'my hotel in X': LOGGED_IN_USER and CURRENT_DATE decide which booking is meant."""
+    key = sorted(TRIP_QUESTIONS)[rng.randrange(len(TRIP_QUESTIONS))]
+    kind, question = key
+    picked = _pick_upcoming(rng, world, kind, None)
+    if picked is None:
+        return None
+    booking, today = picked
+    fields, templates = TRIP_QUESTIONS[key]
+    phrasing = rng.randrange(len(templates))
+    values = [str(booking[f]) for f in fields]
+    if kind == "flight":
+        answer = (f"Your flight to {booking['city']} is {booking['flight_number']} on {booking['date']}, departing "
+                  f"{booking['depart_time']}; confirmation code {booking['code']}.")
+    else:
+        answer = (f"You're booked at {booking['hotel']} in {booking['city']} from {booking['check_in']} to "
+                  f"{booking['check_out']}, ${booking['total_price']} in total; confirmation code {booking['code']}.")
+    return TaskDraft(
+        prompt=templates[phrasing].format(city=booking["city"]),
+        checks=lookup_checks(values),
+        reference_solution=[call("list_my_bookings", kind=kind, upcoming_only=True)],
+        env_variables=env_for(user_by_id(world, booking["user_id"]), today),
+        expected_answer=answer,
+        difficulty=2,
+        metadata={"phrasing": f"{kind}-{question}{phrasing}", "booking_code": booking["code"]},
+    )
+
+
+CANCEL_PROMPTS = {
+    "hotel": (
+        "Cancel my hotel reservation in {city}.",
+        "My plans changed. Please cancel my {city} hotel booking.",
+        "I won't need the room at {hotel} in {city} from {start} anymore; cancel it please.",
+        "Please cancel my stay in {city} that starts {start_h}.",
+    ),
+    "flight": (
+        "Cancel my flight to {city}.",
+        "I'm no longer flying to {city} on {start}; please cancel that booking.",
+        "Please cancel my upcoming {origin}-{destination} flight.",
+        "Cancel my {city} flight on {start_h}, please.",
+    ),
+}
+
+
+def _cancel_prompt(rng: random.Random, kind: str, booking: dict[str, Any]) -> tuple[str, int]:
+    templates = CANCEL_PROMPTS[kind]
+    phrasing = rng.randrange(len(templates))
+    prompt = templates[phrasing].format(
+        city=booking["city"], hotel=booking.get("hotel"), start=booking["starts"],
+        start_h=human_date(booking["starts"]), origin=booking.get("origin"), destination=booking.get("destination"))
+    return prompt, phrasing
+
+
+def cancel_in_city(rng: random.Random, world: World) -> TaskDraft | None:
+    """Find the user's refundable booking in a city and cancel it (a flight also gives its seats back)."""
+    kind = "hotel" if rng.random() < 0.5 else "flight"
+    picked = _pick_upcoming(rng, world, kind, refundable=1)
+    if picked is None:
+        return None
+    booking, today = picked
+    prompt, phrasing = _cancel_prompt(rng, kind, booking)
+    table = "hotel_reservations" if kind == "hotel" else "flight_bookings"
+    checks: list[Check] = [FieldEquals(table=table, where={"id": booking["id"]}, field="status", value="cancelled",
+                                       weight=3.0, label=f"booking {booking['code']} cancelled")]
+    expected = [ExpectedChange(table=table, op="update", where={"id": booking["id"]},
+                               fields=["status", "cancelled_on"])]
+    if kind == "flight":
+        checks.append(FieldEquals(table="flights", where={"id": booking["flight_id"]}, field="seats_left",
+                                  value=booking["seats_left"] + booking["passengers"], weight=1.0,
+                                  label="seats given back to the flight"))
+        expected.append(ExpectedChange(table="flights", op="update", where={"id": booking["flight_id"]},
+                                       fields=["seats_left"]))
+    what = f"hotel reservation at {booking['hotel']}" if kind == "hotel" else f"flight {booking['flight_number']}"
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, diff_only(expected), answer_has([booking["code"]], label="answer names the booking")],
+        reference_solution=[call("list_my_bookings", kind=kind, upcoming_only=True),
+                            call("cancel_booking", code=booking["code"])],
+        env_variables=env_for(user_by_id(world, booking["user_id"]), today),
+        expected_answer=(f"Cancelled your {what} on {booking['starts']} (code {booking['code']}); "
+                         f"${booking['total_price']} will be refunded."),
+        difficulty=2,
+        metadata={"phrasing": f"{kind}{phrasing}", "booking_code": booking["code"]},
+    )
+
+
+def cancel_nonrefundable_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """The booking the user wants cancelled is non-refundable: the agent must refuse and change nothing."""
+    kind = "hotel" if rng.random() < 0.5 else "flight"
+    picked = _pick_upcoming(rng, world, kind, refundable=0)
+    if picked is None:
+        return None
+    booking, today = picked
+    if rng.random() < 0.25:
+        prompt, phrasing = f"Please cancel booking {booking['code']}.", 9
+        lookup = call("get_booking", code=booking["code"])
+    else:
+        prompt, phrasing = _cancel_prompt(rng, kind, booking)
+        lookup = call("list_my_bookings", kind=kind, upcoming_only=True)
+    return TaskDraft(
+        prompt=prompt,
+        checks=impossible_checks("cancel_booking"),
+        reference_solution=[lookup],
+        env_variables=env_for(user_by_id(world, booking["user_id"]), today),
+        expected_answer=(f"I cannot cancel booking {booking['code']}: it was booked at a non-refundable "
+                         f"{'rate' if kind == 'hotel' else 'fare'}, so it cannot be cancelled."),
+        difficulty=2,
+        metadata={"phrasing": f"{kind}{phrasing}", "booking_code": booking["code"]},
+    )
+

@@ -1,0 +1,110 @@
+"""Multi-step trip planning: a flight and a hotel that must fit one budget together."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.booking.task_common import (
+    active_users,
+    answer_has,
+    call,
+    city_names,
+    day_of,
+    diff_only,
+    env_for,
+    flight_booking_checks,
+    flights_on,
+    hotel_booking_checks,
+    human_date,
+    iso,
+    next_code,
+    pick_today,
+    plural,
+    route_days,
+    unique_best,
+)
+from toolgym.envs.apps.booking.tasks_hotels import cheapest_stay
+
+TRIP_BUDGET = (
+    "Plan a trip for {party}: take the cheapest flight from {o} to {d} on {date}, then a hotel in {d} for "
+    "{nights} from that day. Flight plus hotel must stay within ${budget} in total. Book the best-rated hotel that "
+    "fits (cheapest room that fits us) and the flight.",
+    "I'm flying {oc} to {dc} on {human} ({company}) and staying {nights}. My budget for flight and hotel together "
+    "is ${budget}. Book the lowest fare, and the highest-rated hotel whose cheapest suitable room keeps us within "
+    "budget.",
+    "Book {party} on the cheapest {o} -> {d} flight on {date} and a hotel there from {date} to {check_out}. "
+    "Total cap: ${budget} for everything. Pick the hotel with the best guest rating that still fits, using its "
+    "cheapest room for {guests}.",
+)
+
+
+def trip_within_budget(rng: random.Random, world: World) -> TaskDraft | None:
+    """Cheapest flight, then the best-rated hotel whose cheapest free room keeps the trip within budget."""
+    groups = route_days(world)
+    group = groups[rng.randrange(len(groups))]
+    day = day_of(group["date"])
+    today = pick_today(rng, day)
+    if today is None:
+        return None
+    people = rng.choices([1, 2], weights=[3, 2])[0]
+    nights = rng.randint(2, 4)
+    flight = unique_best([f for f in flights_on(world, group["origin"], group["destination"], group["date"])
+                          if f["seats_left"] >= people], "price")
+    if flight is None:
+        return None
+    city = world.one("SELECT id, name FROM cities WHERE airport_code=?", (group["destination"],))
+    assert city is not None
+    check_out = iso(day + dt.timedelta(days=nights))
+    offers = cheapest_stay(world, city["id"], group["date"], check_out, people)
+    fare = flight["price"] * people
+    totals = [fare + o["room"]["price_per_night"] * nights for o in offers]
+    choices = []
+    for index, total in enumerate(totals):
+        better = totals[:index]
+        if all(total < t for t in better):
+            choices.append((index, min(better) - 1 if better else total + 200))
+    if not choices:
+        return None
+    constrained = [c for c in choices if c[0] > 0] or choices
+    index, ceiling = constrained[rng.randrange(len(constrained))]
+    budget = totals[index]
+    rounded = -(-budget // 50) * 50
+    if rounded <= ceiling:
+        budget = rounded
+    offer = offers[index]
+    users = active_users(world)
+    user = users[rng.randrange(len(users))]
+    names = city_names(world)
+    phrasing = rng.randrange(len(TRIP_BUDGET))
+    prompt = TRIP_BUDGET[phrasing].format(
+        party="me" if people == 1 else "two of us", company="on my own" if people == 1 else "two of us", o=names[group["origin"]], d=names[group["destination"]],
+        oc=group["origin"], dc=group["destination"], date=group["date"], human=human_date(group["date"]),
+        nights=plural(nights, "night"), budget=budget, check_out=check_out, guests=plural(people, "guest"))
+    flight_code = next_code(world, "flight_bookings")
+    hotel_code = next_code(world, "hotel_reservations")
+    flight_checks, flight_expected = flight_booking_checks(user["id"], flight, people, False, weight=2.0)
+    hotel_checks, hotel_expected = hotel_booking_checks(user["id"], offer["room"], group["date"], check_out, people,
+                                                        False, weight=2.0)
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*flight_checks, *hotel_checks, diff_only(flight_expected + hotel_expected),
+                answer_has([flight_code, hotel_code], label="answer gives both confirmation codes")],
+        reference_solution=[
+            call("search_flights", origin=group["origin"], destination=group["destination"], date=group["date"]),
+            call("book_flight", flight_id=flight["id"], passengers=people),
+            call("search_hotels", city=city["name"], check_in=group["date"], check_out=check_out, guests=people),
+            call("get_hotel", hotel_id=offer["hotel"]["id"], check_in=group["date"], check_out=check_out),
+            call("book_hotel", hotel_id=offer["hotel"]["id"], room_type_id=offer["room"]["id"],
+                 check_in=group["date"], check_out=check_out, guests=people),
+        ],
+        env_variables=env_for(user, today),
+        expected_answer=(f"Flight {flight['flight_number']} on {flight['date']} (${fare}), code {flight_code}; "
+                         f"{offer['hotel']['name']} (rating {offer['hotel']['rating']:.1f}), {offer['room']['name']} "
+                         f"{group['date']} to {check_out} (${offer['room']['price_per_night'] * nights}), code "
+                         f"{hotel_code}. Total ${totals[index]} of your ${budget} budget."),
+        difficulty=3,
+        metadata={"phrasing": phrasing, "flight_id": flight["id"], "hotel_id": offer["hotel"]["id"],
+                  "budget": budget, "total": totals[index]},
+    )

@@ -1,0 +1,450 @@
+"""Seed data for code_host: repositories with collaborators, labels, milestones, issues and PRs.
+
+Everything comes from the `fake` and `rng` handed to `seed()`, so the same data_seed gives the
+same database byte for byte. Issues and pull requests of a repository are created in number
+order with strictly increasing dates, so "oldest" and "newest" are never ties.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import sqlite3
+
+from faker import Faker
+
+from toolgym.envs.people import Person, population
+
+OWNER_COUNT = 24
+DEVELOPER_POOL = 70
+REPO_PREFIXES = [
+    "atlas",
+    "beacon",
+    "cobalt",
+    "delta",
+    "ember",
+    "falcon",
+    "garnet",
+    "harbor",
+    "ion",
+    "juniper",
+    "kepler",
+    "lumen",
+    "maple",
+    "nimbus",
+    "orbit",
+    "pylon",
+    "quartz",
+    "raven",
+    "sierra",
+    "tundra",
+    "umber",
+    "vertex",
+    "willow",
+    "zephyr",
+]
+REPO_KINDS: dict[str, str] = {
+    "api": "REST API for {domain}",
+    "cli": "Command-line tool for {domain}",
+    "sdk": "Client SDK for {domain}",
+    "web": "Web frontend for {domain}",
+    "core": "Core library for {domain}",
+    "infra": "Infrastructure as code for {domain}",
+    "bot": "Chat bot that automates {domain}",
+    "sync": "Background sync service for {domain}",
+    "etl": "Data pipelines for {domain}",
+    "gateway": "Edge gateway for {domain}",
+}
+DOMAINS = [
+    "invoice processing",
+    "fleet tracking",
+    "clinic scheduling",
+    "warehouse inventory",
+    "event ticketing",
+    "expense reports",
+    "course enrollment",
+    "recipe sharing",
+    "IoT telemetry",
+    "payroll exports",
+    "support tickets",
+    "podcast hosting",
+    "energy metering",
+    "library loans",
+]
+LANGUAGES = ["Python", "Go", "TypeScript", "Rust", "Java", "Ruby", "Kotlin", "C++"]
+
+LABEL_COLORS: dict[str, str] = {
+    "bug": "d73a4a",
+    "enhancement": "a2eeef",
+    "documentation": "0075ca",
+    "question": "d876e3",
+    "good first issue": "7057ff",
+    "help wanted": "008672",
+    "performance": "fbca04",
+    "security": "b60205",
+}
+BASE_LABELS = ["bug", "enhancement", "documentation", "question", "good first issue", "help wanted"]
+EXTRA_LABELS = ["performance", "security"]
+
+COMPONENTS = [
+    "parser",
+    "CLI",
+    "auth middleware",
+    "cache layer",
+    "config loader",
+    "webhook handler",
+    "export job",
+    "search index",
+    "rate limiter",
+    "retry logic",
+    "dashboard",
+    "CSV importer",
+    "scheduler",
+    "logging",
+    "API client",
+    "migration script",
+    "session store",
+    "notifier",
+]
+CONDITIONS = [
+    "the input is empty",
+    "the file has a BOM",
+    "the token has expired",
+    "two requests arrive at once",
+    "the config path contains spaces",
+    "the payload is over 10 MB",
+    "the locale is de_DE",
+    "the database is read-only",
+    "a header is duplicated",
+    "the clock jumps backwards",
+]
+FEATURES = [
+    "dry-run mode",
+    "JSON output",
+    "pagination",
+    "retries with backoff",
+    "a --verbose flag",
+    "dark mode",
+    "bulk delete",
+    "OAuth login",
+    "Prometheus metrics",
+    "a health endpoint",
+    "CSV export",
+    "per-user quotas",
+    "webhook signatures",
+    "structured logs",
+]
+TEMPLATES: dict[str, list[str]] = {
+    "bug": [
+        "{comp} crashes when {cond}",
+        "{comp} returns 500 when {cond}",
+        "Memory leak in {comp}",
+        "Race condition in {comp}",
+        "{comp} fails on Windows",
+        "Unicode handling broken in {comp}",
+        "{comp} ignores timeout setting",
+        "Wrong timezone in {comp} output",
+        "{comp} hangs when {cond}",
+    ],
+    "enhancement": [
+        "Add {feat} to {comp}",
+        "Support {feat} in {comp}",
+        "Make {comp} configurable via env vars",
+        "Expose {feat} for {comp}",
+    ],
+    "documentation": [
+        "Document {comp} options",
+        "Add examples for {comp}",
+        "Fix outdated {comp} section in README",
+    ],
+    "question": [
+        "How do I configure {comp} for production?",
+        "Is {comp} thread-safe?",
+        "Can {comp} run behind a proxy?",
+    ],
+    "performance": [
+        "{comp} is slow with large inputs",
+        "Reduce allocations in {comp}",
+        "Cache results of {comp}",
+    ],
+    "security": [
+        "Sanitize user input in {comp}",
+        "{comp} logs secrets in debug mode",
+        "Validate signatures in {comp}",
+    ],
+}
+PR_TEMPLATES = [
+    ("fix", "Fix {comp} crash when {cond}"),
+    ("fix", "Handle timeouts in {comp}"),
+    ("feat", "Add {feat} to {comp}"),
+    ("feat", "Support {feat} in {comp}"),
+    ("refactor", "Refactor {comp} internals"),
+    ("docs", "Document {comp} options"),
+    ("perf", "Speed up {comp}"),
+    ("chore", "Bump dependencies of {comp}"),
+]
+ISSUE_BODIES = [
+    "Steps to reproduce are in the attached log. Seen on the latest release.",
+    "This started after the last deploy. Happens about once an hour in production.",
+    "It would save us a lot of manual work. Happy to help test a patch.",
+    "Reported by two customers this week; see the support thread for details.",
+    "Not urgent, but it keeps coming up in code review.",
+    "Repro: run the default config against the staging data set.",
+]
+COMMENT_BODIES = [
+    "I can reproduce this on main.",
+    "Thanks for the report, looking into it.",
+    "+1, we hit this too.",
+    "Could you share the full stack trace?",
+    "A fix is in progress on a branch.",
+    "Is this still happening on the latest release?",
+    "Let's discuss this in the next triage meeting.",
+]
+REVIEW_BODIES = {
+    "approved": ["Looks good to me.", "LGTM, thanks!", "Nice cleanup, approved."],
+    "changes_requested": [
+        "Please add a test for the edge case.",
+        "This breaks the public API; please revert that part.",
+    ],
+    "commented": ["Left a couple of nits.", "Can we rename this helper?"],
+}
+MILESTONE_TITLES = ["v1.4", "v1.5", "v2.0", "Q3 cleanup", "Beta launch", "Security review"]
+
+
+def _iso(day: dt.date) -> str:
+    return day.isoformat()
+
+
+def _slug(text: str) -> str:
+    words = "".join(c if c.isalnum() else " " for c in text.lower()).split()
+    return "-".join(words[:4])
+
+
+def _fill(template: str, rng: random.Random) -> str:
+    return template.format(
+        comp=rng.choice(COMPONENTS), cond=rng.choice(CONDITIONS), feat=rng.choice(FEATURES)
+    )
+
+
+def _capitalize(text: str) -> str:
+    return text[0].upper() + text[1:]
+
+
+def seed_code_host(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
+    """Fill every table; the order of rng calls is part of the data's identity."""
+    people: tuple[Person, ...] = population()
+    for index, p in enumerate(people, start=1):
+        joined = fake.date_between(start_date=dt.date(2019, 1, 1), end_date=dt.date(2025, 12, 31))
+        db.execute(
+            "INSERT INTO users(id, username, name, email, company, joined_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (index, p.username, p.name, p.email, p.company, _iso(joined)),
+        )
+    usernames = [p.username for p in people]
+    developers = usernames[:DEVELOPER_POOL]
+    owners = rng.sample(developers, OWNER_COUNT)
+    repo_names = [f"{prefix}-{kind}" for prefix in REPO_PREFIXES for kind in REPO_KINDS]
+    rng.shuffle(repo_names)
+
+    for owner in owners:
+        for _ in range(rng.choice([1, 1, 2, 2, 3])):
+            _seed_repo(db, fake, rng, owner, repo_names.pop(), developers, usernames)
+
+
+def _seed_repo(
+    db: sqlite3.Connection,
+    fake: Faker,
+    rng: random.Random,
+    owner: str,
+    name: str,
+    developers: list[str],
+    everyone: list[str],
+) -> None:
+    kind = name.split("-", 1)[1]
+    public = rng.random() < 0.8
+    created = fake.date_between(start_date=dt.date(2023, 1, 1), end_date=dt.date(2025, 10, 31))
+    stars = int(rng.paretovariate(1.2) * 40) if public else rng.randint(0, 12)
+    repo_id = db.execute(
+        "INSERT INTO repos(owner, name, description, language, stars, visibility, default_branch, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            owner,
+            name,
+            REPO_KINDS[kind].format(domain=rng.choice(DOMAINS)),
+            rng.choice(LANGUAGES),
+            min(stars, 9800),
+            "public" if public else "private",
+            rng.choice(["main", "main", "main", "develop"]),
+            _iso(created),
+        ),
+    ).lastrowid
+    assert repo_id is not None
+    branch = db.execute("SELECT default_branch FROM repos WHERE id=?", (repo_id,)).fetchone()[0]
+
+    others = rng.sample([d for d in developers if d != owner], rng.randint(2, 5))
+    permissions = {owner: "admin"}
+    for member in others:
+        permissions[member] = rng.choices(["write", "read", "admin"], weights=[70, 18, 12])[0]
+    for member, permission in permissions.items():
+        db.execute(
+            "INSERT INTO collaborators(repo_id, username, permission) VALUES (?, ?, ?)",
+            (repo_id, member, permission),
+        )
+    writers = sorted(m for m, p in permissions.items() if p in ("write", "admin"))
+    members = sorted(permissions)
+    outsiders = [u for u in everyone if u not in permissions]
+
+    label_ids: dict[str, int] = {}
+    for label in BASE_LABELS + rng.sample(EXTRA_LABELS, rng.randint(0, 2)):
+        label_ids[label] = (
+            db.execute(
+                "INSERT INTO labels(repo_id, name, color) VALUES (?, ?, ?)",
+                (repo_id, label, LABEL_COLORS[label]),
+            ).lastrowid
+            or 0
+        )
+
+    milestone_ids: list[int] = []
+    for title in sorted(rng.sample(MILESTONE_TITLES, rng.randint(1, 3))):
+        due = dt.date(2026, 4, 1) + dt.timedelta(days=rng.randint(0, 175))
+        if db.execute(
+            "SELECT 1 FROM milestones WHERE repo_id=? AND due_date=?", (repo_id, _iso(due))
+        ).fetchone():
+            continue  # one milestone per due date keeps "the milestone due tomorrow" unambiguous
+        milestone_ids.append(
+            db.execute(
+                "INSERT INTO milestones(repo_id, title, due_date, state) VALUES (?, ?, ?, ?)",
+                (repo_id, title, _iso(due), "open"),
+            ).lastrowid
+            or 0
+        )
+
+    day = dt.date(2026, 1, 5) + dt.timedelta(days=rng.randint(0, 40))
+    titles: set[str] = set()
+    for number in range(1, rng.randint(10, 18) + 1):
+        day += dt.timedelta(days=rng.randint(1, 3))
+        author_pool = members + (outsiders[:30] if public else [])
+        if rng.random() < 0.66:
+            _seed_issue(
+                db, rng, repo_id, number, day, titles, label_ids, milestone_ids, writers, members, author_pool
+            )
+        else:
+            _seed_pull_request(db, rng, repo_id, number, day, titles, branch, writers, author_pool)
+
+
+def _unique_title(rng: random.Random, templates: list[str], titles: set[str]) -> str:
+    for _ in range(50):
+        title = _capitalize(_fill(rng.choice(templates), rng))
+        if title not in titles:
+            titles.add(title)
+            return title
+    raise RuntimeError("could not draw a unique title")  # never happens with these word lists
+
+
+def _seed_issue(
+    db: sqlite3.Connection,
+    rng: random.Random,
+    repo_id: int,
+    number: int,
+    day: dt.date,
+    titles: set[str],
+    label_ids: dict[str, int],
+    milestone_ids: list[int],
+    writers: list[str],
+    members: list[str],
+    author_pool: list[str],
+) -> None:
+    kinds = [
+        k
+        for k in ["bug", "enhancement", "documentation", "question", "performance", "security"]
+        if k in label_ids
+    ]
+    kind = rng.choices(kinds, weights=[{"bug": 40, "enhancement": 28}.get(k, 9) for k in kinds])[0]
+    title = _unique_title(rng, TEMPLATES[kind], titles)
+    closed = rng.random() < 0.3
+    closed_at = _iso(day + dt.timedelta(days=rng.randint(2, 20))) if closed else None
+    issue_id = db.execute(
+        "INSERT INTO issues(repo_id, number, title, body, state, author, assignee, milestone_id, created_at, "
+        "closed_at, closed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            repo_id,
+            number,
+            title,
+            rng.choice(ISSUE_BODIES),
+            "closed" if closed else "open",
+            rng.choice(author_pool),
+            rng.choice(writers) if rng.random() < 0.5 else None,
+            rng.choice(milestone_ids) if milestone_ids and rng.random() < 0.4 else None,
+            _iso(day),
+            closed_at,
+            rng.choice(writers) if closed else None,
+        ),
+    ).lastrowid
+    labels = [kind] + [extra for extra in ("good first issue", "help wanted") if rng.random() < 0.15]
+    for label in labels:
+        db.execute("INSERT INTO issue_labels(issue_id, label_id) VALUES (?, ?)", (issue_id, label_ids[label]))
+    when = day
+    for _ in range(rng.choice([0, 0, 1, 1, 2, 3])):
+        when += dt.timedelta(days=rng.randint(0, 4))
+        db.execute(
+            "INSERT INTO comments(issue_id, author, body, created_at) VALUES (?, ?, ?, ?)",
+            (issue_id, rng.choice(author_pool + members), rng.choice(COMMENT_BODIES), _iso(when)),
+        )
+
+
+def _seed_pull_request(
+    db: sqlite3.Connection,
+    rng: random.Random,
+    repo_id: int,
+    number: int,
+    day: dt.date,
+    titles: set[str],
+    branch: str,
+    writers: list[str],
+    author_pool: list[str],
+) -> None:
+    prefix, template = rng.choice(PR_TEMPLATES)
+    title = _unique_title(rng, [template], titles)
+    author = rng.choice(writers) if rng.random() < 0.75 else rng.choice(author_pool)
+    state = rng.choices(["open", "merged", "closed"], weights=[60, 30, 10])[0]
+    passing = True if state == "merged" else rng.random() < 0.62
+    reviewers = [w for w in writers if w != author]
+    review_states: list[str] = []
+    for _ in range(min(len(reviewers), rng.choice([0, 1, 1, 2]))):
+        review_states.append(
+            rng.choices(["approved", "changes_requested", "commented"], weights=[50, 25, 25])[0]
+        )
+    if state == "merged" and "approved" not in review_states and reviewers:
+        review_states = ["approved"]
+    if state == "merged" and not reviewers:
+        state = "closed"
+    merged = state == "merged"
+    pr_id = db.execute(
+        "INSERT INTO pull_requests(repo_id, number, title, body, head_branch, base_branch, state, author, ci_status, "
+        "created_at, merged_at, merged_by, merge_method) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            repo_id,
+            number,
+            title,
+            f"This PR: {title[0].lower() + title[1:]}.",
+            f"{prefix}/{_slug(title)}",
+            branch,
+            state,
+            author,
+            "passing" if passing else "failing",
+            _iso(day),
+            _iso(day + dt.timedelta(days=rng.randint(3, 7))) if merged else None,
+            rng.choice(reviewers) if merged else None,
+            rng.choice(["merge", "squash", "rebase"]) if merged else None,
+        ),
+    ).lastrowid
+    for reviewer, review_state in zip(rng.sample(reviewers, len(review_states)), review_states, strict=True):
+        db.execute(
+            "INSERT INTO reviews(pr_id, reviewer, state, body, created_at) VALUES (?, ?, ?, ?, ?)",
+            (
+                pr_id,
+                reviewer,
+                review_state,
+                rng.choice(REVIEW_BODIES[review_state]),
+                _iso(day + dt.timedelta(days=rng.randint(0, 2))),
+            ),
+        )

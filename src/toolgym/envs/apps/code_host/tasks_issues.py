@@ -1,0 +1,546 @@
+"""code_host task families about issues: counting, filing, commenting, triage, milestones."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Any
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.code_host.data import COMPONENTS, CONDITIONS, FEATURES, TEMPLATES
+from toolgym.envs.apps.code_host.task_kit import (
+    BODY_TEXTS,
+    CLOSE_TEXTS,
+    COMMENT_TEXTS,
+    FIRST_DAY,
+    LAST_DAY,
+    WRITE,
+    all_repos,
+    env_vars,
+    full_name,
+    gold_call,
+    impossible_checks,
+    label_phrase,
+    lookup_checks,
+    members,
+    open_issues_with_label,
+    pick_phrasing,
+    random_day,
+)
+from toolgym.envs.context import WEEKDAYS, resolve_date
+from toolgym.schema import DiffOnly, ExpectedChange, FieldEquals, RowExists
+
+
+def count_label_issues(rng: random.Random, world: World) -> TaskDraft | None:
+    """How many open issues carry a label in one repository."""
+    repo = rng.choice(all_repos(world))
+    labels = [
+        r["name"] for r in world.query("SELECT name FROM labels WHERE repo_id=? ORDER BY name", (repo["id"],))
+    ]
+    label = rng.choice(labels)
+    count = len(open_issues_with_label(world, repo["id"], label))
+    if count == 0 and rng.random() < 0.7:
+        return None  # keep some zero answers, mostly real counts
+    user = rng.choice(members(world, repo["id"]))
+    name = full_name(repo)
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"How many open issues labelled '{label}' are there in {name}?",
+            f"In {name}, count the open issues that carry the '{label}' label.",
+            f"I need the number of open '{label}' issues in the {name} repository.",
+            f"Tell me how many '{label}' issues are still open in {name}.",
+        ],
+    )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, random_day(rng)),
+        reference_solution=[gold_call("search_issues", repo=name, state="open", label=label)],
+        expected_answer=f"There are {count} open issues labelled '{label}' in {name}.",
+        checks=lookup_checks([str(count)]),
+        difficulty=1,
+        metadata={"phrasing": phrasing},
+    )
+
+
+def _new_title(rng: random.Random, world: World, repo_id: int, kind: str) -> str | None:
+    template = rng.choice(TEMPLATES[kind])
+    text = template.format(
+        comp=rng.choice(COMPONENTS), cond=rng.choice(CONDITIONS), feat=rng.choice(FEATURES)
+    )
+    title = text[0].upper() + text[1:]
+    if world.one("SELECT 1 FROM issues WHERE repo_id=? AND title=?", (repo_id, title)):
+        return None
+    return title
+
+
+def open_labeled_issue(rng: random.Random, world: World) -> TaskDraft | None:
+    """Open an issue with a title and a label (sometimes an assignee) as a writer of the repository."""
+    repo = rng.choice(all_repos(world))
+    writers = members(world, repo["id"], WRITE)
+    user = rng.choice(writers)
+    kind = rng.choice(["bug", "enhancement", "documentation"])
+    title = _new_title(rng, world, repo["id"], kind)
+    if title is None:
+        return None
+    label = world.one("SELECT * FROM labels WHERE repo_id=? AND name=?", (repo["id"], kind))
+    assert label is not None
+    assignee = rng.choice(writers) if rng.random() < 0.4 else None
+    body = rng.choice(BODY_TEXTS)
+    name = full_name(repo)
+    new_id = int(world.one("SELECT MAX(id) AS n FROM issues")["n"]) + 1  # type: ignore[index]
+    who = (
+        ""
+        if assignee is None
+        else (" and assign it to me" if assignee == user else f" and assign it to {assignee}")
+    )
+    said = f" Description: {body}" if body else ""
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Open an issue in {name} titled '{title}' with the label '{kind}'{who}.{said}",
+            f"Please file a new '{kind}' issue on {name}: '{title}'{who}.{said}",
+            f"Create an issue called '{title}' in the {name} repository, labelled '{kind}'{who}.{said}",
+        ],
+    )
+    arguments: dict[str, Any] = {"repo": name, "title": title, "body": body, "labels": [kind]}
+    if assignee:
+        arguments["assignee"] = assignee
+    where: dict[str, Any] = {"repo_id": repo["id"], "title": title, "state": "open", "author": user}
+    if assignee:
+        where["assignee"] = assignee
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, random_day(rng)),
+        reference_solution=[gold_call("create_issue", **arguments)],
+        expected_answer=f"I opened the issue '{title}' in {name} with the label '{kind}'.",
+        checks=[
+            RowExists(table="issues", where=where, count=1, weight=2, label="issue opened"),
+            RowExists(
+                table="issue_labels",
+                where={"issue_id": new_id, "label_id": label["id"]},
+                weight=1,
+                label="label set",
+            ),
+            DiffOnly(
+                expected=[
+                    ExpectedChange(
+                        table="issues", op="insert", where={"repo_id": repo["id"], "title": title}
+                    ),
+                    ExpectedChange(
+                        table="issue_labels", op="insert", where={"issue_id": new_id, "label_id": label["id"]}
+                    ),
+                ],
+                weight=1,
+                label="only the issue and its label",
+            ),
+        ],
+        difficulty=1,
+        metadata={"phrasing": phrasing, "new_issue_id": new_id},
+    )
+
+
+def comment_on_issue(rng: random.Random, world: World) -> TaskDraft | None:
+    """Post a given comment on an open issue."""
+    repo = rng.choice(all_repos(world))
+    issues = world.query(
+        "SELECT * FROM issues WHERE repo_id=? AND state='open' ORDER BY number", (repo["id"],)
+    )
+    if not issues:
+        return None
+    issue = rng.choice(issues)
+    user = rng.choice(members(world, repo["id"]))
+    text = rng.choice(COMMENT_TEXTS)
+    name, number = full_name(repo), issue["number"]
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f'Comment on issue #{number} in {name}: "{text}"',
+            f'Please add this comment to {name} issue #{number}: "{text}"',
+            f'Reply on issue #{number} of {name} with exactly: "{text}"',
+        ],
+    )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, random_day(rng)),
+        reference_solution=[gold_call("comment_on_issue", repo=name, number=number, body=text)],
+        expected_answer=f"I commented on issue #{number} in {name}.",
+        checks=[
+            RowExists(
+                table="comments",
+                where={"issue_id": issue["id"], "author": user, "body": text},
+                count=1,
+                weight=2,
+                label="comment posted",
+            ),
+            DiffOnly(
+                expected=[
+                    ExpectedChange(
+                        table="comments", op="insert", where={"issue_id": issue["id"], "author": user}
+                    )
+                ],
+                weight=1,
+                label="only the comment",
+            ),
+        ],
+        difficulty=1,
+        metadata={"phrasing": phrasing},
+    )
+
+
+def assign_oldest_issue(rng: random.Random, world: World) -> TaskDraft | None:
+    """Find the oldest (or newest) open issue with a label and assign it to a named collaborator."""
+    repo = rng.choice(all_repos(world))
+    label = rng.choice(["bug", "bug", "enhancement", "documentation", "question"])
+    issues = open_issues_with_label(world, repo["id"], label)
+    if len(issues) < 2:
+        return None
+    oldest = rng.random() < 0.65
+    target = issues[0] if oldest else issues[-1]
+    writers = members(world, repo["id"], WRITE)
+    user = rng.choice(writers)
+    assignee = rng.choice(members(world, repo["id"]))
+    if target["assignee"] == assignee:
+        return None
+    name, what = full_name(repo), label_phrase(label)
+    age = "oldest" if oldest else "most recently opened"
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Find the {age} open {what} in {name} and assign it to {assignee}.",
+            f"In {name}, the {age} open {what} should go to {assignee}: please assign it.",
+            f"Assign {assignee} to whichever open {what} in {name} is the {age}.",
+        ],
+    )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, random_day(rng)),
+        reference_solution=[
+            gold_call(
+                "search_issues", repo=name, state="open", label=label, sort="oldest" if oldest else "newest"
+            ),
+            gold_call("assign_issue", repo=name, number=target["number"], assignee=assignee),
+        ],
+        expected_answer=f"I assigned issue #{target['number']} ('{target['title']}') in {name} to {assignee}.",
+        checks=[
+            FieldEquals(
+                table="issues",
+                where={"id": target["id"]},
+                field="assignee",
+                value=assignee,
+                weight=2,
+                label="right issue assigned",
+            ),
+            DiffOnly(
+                expected=[
+                    ExpectedChange(
+                        table="issues", op="update", where={"id": target["id"]}, fields=["assignee"]
+                    )
+                ],
+                weight=1,
+                label="only that assignment",
+            ),
+        ],
+        difficulty=2,
+        metadata={"phrasing": phrasing},
+    )
+
+
+def close_with_comment(rng: random.Random, world: World) -> TaskDraft | None:
+    """Comment on an open issue and close it."""
+    repo = rng.choice(all_repos(world))
+    issues = world.query(
+        "SELECT * FROM issues WHERE repo_id=? AND state='open' ORDER BY number", (repo["id"],)
+    )
+    if not issues:
+        return None
+    issue = rng.choice(issues)
+    user = rng.choice(members(world, repo["id"], WRITE))
+    text = rng.choice(CLOSE_TEXTS)
+    name, number = full_name(repo), issue["number"]
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f'Close issue #{number} in {name} and leave a comment saying "{text}"',
+            f'Please post "{text}" on {name} issue #{number}, then close it.',
+            f'Issue #{number} of {name} is done: comment "{text}" and close the issue.',
+        ],
+    )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, random_day(rng)),
+        reference_solution=[
+            gold_call("comment_on_issue", repo=name, number=number, body=text),
+            gold_call("close_issue", repo=name, number=number),
+        ],
+        expected_answer=f"I commented on issue #{number} in {name} and closed it.",
+        checks=[
+            FieldEquals(
+                table="issues",
+                where={"id": issue["id"]},
+                field="state",
+                value="closed",
+                weight=2,
+                label="issue closed",
+            ),
+            RowExists(
+                table="comments",
+                where={"issue_id": issue["id"], "author": user, "body": text},
+                count=1,
+                weight=1,
+                label="comment posted",
+            ),
+            DiffOnly(
+                expected=[
+                    ExpectedChange(
+                        table="issues",
+                        op="update",
+                        where={"id": issue["id"]},
+                        fields=["state", "closed_at", "closed_by"],
+                    ),
+                    ExpectedChange(
+                        table="comments", op="insert", where={"issue_id": issue["id"], "author": user}
+                    ),
+                ],
+                weight=1,
+                label="only the comment and the close",
+            ),
+        ],
+        difficulty=2,
+        metadata={"phrasing": phrasing},
+    )
+
+
+def no_write_access(rng: random.Random, world: World) -> TaskDraft | None:
+    """Close, label or assign an issue in a repository where the user has at most read access."""
+    repo = rng.choice(world.query("SELECT * FROM repos WHERE visibility='public' ORDER BY id"))
+    issues = world.query(
+        "SELECT * FROM issues WHERE repo_id=? AND state='open' ORDER BY number", (repo["id"],)
+    )
+    if not issues:
+        return None
+    issue = rng.choice(issues)
+    readers = members(world, repo["id"], ("read",))
+    others = [
+        r["username"]
+        for r in world.query(
+            "SELECT DISTINCT username FROM collaborators WHERE username NOT IN "
+            "(SELECT username FROM collaborators WHERE repo_id=?) ORDER BY username",
+            (repo["id"],),
+        )
+    ]
+    user = rng.choice(readers if readers and rng.random() < 0.4 else others)
+    name, number = full_name(repo), issue["number"]
+    action = rng.choice(["close", "label", "assign"])
+    if action == "close":
+        tool_name = "close_issue"
+        prompt, phrasing = pick_phrasing(
+            rng,
+            [
+                f"Close issue #{number} in {name}; it has been resolved.",
+                f"Please close {name} issue #{number}.",
+                f"Issue #{number} on {name} is fixed, mark it closed.",
+            ],
+        )
+    elif action == "label":
+        tool_name = "add_issue_label"
+        prompt, phrasing = pick_phrasing(
+            rng,
+            [
+                f"Add the 'help wanted' label to issue #{number} in {name}.",
+                f"Please tag {name} issue #{number} as 'help wanted'.",
+                f"Label issue #{number} on {name} with 'help wanted'.",
+            ],
+        )
+    else:
+        tool_name = "assign_issue"
+        prompt, phrasing = pick_phrasing(
+            rng,
+            [
+                f"Assign issue #{number} in {name} to {repo['owner']}.",
+                f"Please make {repo['owner']} the assignee of {name} issue #{number}.",
+                f"Give issue #{number} on {name} to {repo['owner']}.",
+            ],
+        )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, random_day(rng)),
+        reference_solution=[gold_call("get_repo", repo=name)],
+        expected_answer=f"I cannot {action} issue #{number} in {name}: you need write access to that repository.",
+        checks=impossible_checks(tool_name),
+        difficulty=2,
+        metadata={"phrasing": f"{action}/{phrasing}", "action": action},
+    )
+
+
+def my_assigned_issues(rng: random.Random, world: World) -> TaskDraft | None:
+    """List the open issues of a repository that are assigned to the logged-in user."""
+    pairs = world.query(
+        "SELECT i.repo_id, i.assignee, COUNT(*) AS n FROM issues i WHERE i.state='open' AND i.assignee IS NOT NULL "
+        "GROUP BY i.repo_id, i.assignee HAVING n <= 4 ORDER BY i.repo_id, i.assignee"
+    )
+    pair = rng.choice(pairs)
+    repo = world.one("SELECT * FROM repos WHERE id=?", (pair["repo_id"],))
+    assert repo is not None
+    user = pair["assignee"]
+    issues = world.query(
+        "SELECT * FROM issues WHERE repo_id=? AND assignee=? AND state='open' ORDER BY number",
+        (repo["id"], user),
+    )
+    name = full_name(repo)
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Which open issues in {name} are assigned to me?",
+            f"List my open issues in {name} — the ones assigned to me.",
+            f"What am I currently assigned to in {name}? Only open issues, please.",
+            f"Show me the open {name} issues on my plate.",
+        ],
+    )
+    titles = [i["title"] for i in issues]
+    listed = "; ".join(f"#{i['number']} {i['title']}" for i in issues)
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, random_day(rng)),
+        reference_solution=[gold_call("search_issues", repo=name, state="open", assignee="me")],
+        expected_answer=f"You have {len(issues)} open issue(s) assigned in {name}: {listed}.",
+        checks=lookup_checks(titles),
+        difficulty=2,
+        metadata={"phrasing": phrasing},
+    )
+
+
+def _relative_phrase(rng: random.Random, due: dt.date) -> tuple[str, dt.date] | None:
+    """A phrase and a CURRENT_DATE such that the phrase means `due` on that day."""
+    kind = rng.choice(["tomorrow", "today", "in_days", "next_weekday", "this_weekday"])
+    if kind == "tomorrow":
+        phrase, today = "tomorrow", due - dt.timedelta(days=1)
+    elif kind == "today":
+        phrase, today = "today", due
+    elif kind == "in_days":
+        days = rng.randint(2, 10)
+        phrase, today = f"in {days} days", due - dt.timedelta(days=days)
+    elif kind == "next_weekday":
+        phrase, today = (
+            f"next {WEEKDAYS[due.weekday()].capitalize()}",
+            due - dt.timedelta(days=rng.randint(1, 7)),
+        )
+    else:
+        phrase, today = (
+            f"this {WEEKDAYS[due.weekday()].capitalize()}",
+            due - dt.timedelta(days=rng.randint(0, 6)),
+        )
+    if not FIRST_DAY <= today <= LAST_DAY or resolve_date(phrase, today) != due:
+        return None
+    return phrase, today
+
+
+def milestone_due(rng: random.Random, world: World) -> TaskDraft | None:
+    """Put an issue into the milestone due on a relative date ("tomorrow", "next Friday")."""
+    milestone = rng.choice(world.query("SELECT * FROM milestones ORDER BY id"))
+    repo = world.one("SELECT * FROM repos WHERE id=?", (milestone["repo_id"],))
+    assert repo is not None
+    resolved = _relative_phrase(rng, dt.date.fromisoformat(milestone["due_date"]))
+    if resolved is None:
+        return None
+    phrase, today = resolved
+    issues = world.query(
+        "SELECT * FROM issues WHERE repo_id=? AND state='open' AND milestone_id IS NOT ? ORDER BY number",
+        (repo["id"], milestone["id"]),
+    )
+    if not issues:
+        return None
+    issue = rng.choice(issues)
+    owner_is_user = rng.random() < 0.4
+    user = repo["owner"] if owner_is_user else rng.choice(members(world, repo["id"], WRITE))
+    name, number = full_name(repo), issue["number"]
+    where = f"my {repo['name']} repo" if user == repo["owner"] else name
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Put issue #{number} in {where} into the milestone that is due {phrase}.",
+            f"In {where}, move issue #{number} to whichever milestone is due {phrase}.",
+            f"The milestone due {phrase} in {where} should include issue #{number}; please set it.",
+        ],
+    )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, today),
+        reference_solution=[
+            gold_call("list_milestones", repo=name, due=phrase),
+            gold_call("set_issue_milestone", repo=name, number=number, milestone=milestone["title"]),
+        ],
+        expected_answer=f"Issue #{number} in {name} is now in milestone '{milestone['title']}' "
+        f"(due {milestone['due_date']}).",
+        checks=[
+            FieldEquals(
+                table="issues",
+                where={"id": issue["id"]},
+                field="milestone_id",
+                value=milestone["id"],
+                weight=2,
+                label="right milestone",
+            ),
+            DiffOnly(
+                expected=[
+                    ExpectedChange(
+                        table="issues", op="update", where={"id": issue["id"]}, fields=["milestone_id"]
+                    )
+                ],
+                weight=1,
+                label="only the milestone",
+            ),
+        ],
+        difficulty=2,
+        metadata={"phrasing": phrasing, "phrase": phrase},
+    )
+
+
+def assign_to_me(rng: random.Random, world: World) -> TaskDraft | None:
+    """Take the oldest unassigned open issue with a label: assign it to the logged-in user."""
+    repo = rng.choice(all_repos(world))
+    label = rng.choice(["bug", "enhancement", "documentation", "question"])
+    issues = [i for i in open_issues_with_label(world, repo["id"], label) if i["assignee"] is None]
+    if not issues:
+        return None
+    target = issues[0]
+    user = rng.choice(members(world, repo["id"], WRITE))
+    name, what = full_name(repo), label_phrase(label)
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Assign the oldest unassigned open {what} in {name} to me.",
+            f"I'll take the oldest open {what} in {name} that nobody is assigned to — assign it to me.",
+            f"In {name}, find the oldest open {what} without an assignee and put me on it.",
+        ],
+    )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, random_day(rng)),
+        reference_solution=[
+            gold_call("search_issues", repo=name, state="open", label=label, assignee="none", sort="oldest"),
+            gold_call("assign_issue", repo=name, number=target["number"], assignee="me"),
+        ],
+        expected_answer=f"I assigned issue #{target['number']} ('{target['title']}') in {name} to you.",
+        checks=[
+            FieldEquals(
+                table="issues",
+                where={"id": target["id"]},
+                field="assignee",
+                value=user,
+                weight=2,
+                label="assigned to me",
+            ),
+            DiffOnly(
+                expected=[
+                    ExpectedChange(
+                        table="issues", op="update", where={"id": target["id"]}, fields=["assignee"]
+                    )
+                ],
+                weight=1,
+                label="only that assignment",
+            ),
+        ],
+        difficulty=2,
+        metadata={"phrasing": phrasing},
+    )

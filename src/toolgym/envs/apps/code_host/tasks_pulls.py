@@ -1,0 +1,411 @@
+"""code_host task families about repositories and pull requests: status, reviews, merges."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.code_host.task_kit import (
+    CHANGES_TEXTS,
+    METHOD_PHRASES,
+    WRITE,
+    all_repos,
+    approvers,
+    env_vars,
+    fresh_reviewers,
+    full_name,
+    gold_call,
+    impossible_checks,
+    lookup_checks,
+    members,
+    pick_phrasing,
+    random_day,
+)
+from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists
+
+
+def top_starred_repo(rng: random.Random, world: World) -> TaskDraft | None:
+    """The most (or least) starred public repository of an owner."""
+    owners = [
+        r["owner"]
+        for r in world.query(
+            "SELECT owner FROM repos WHERE visibility='public' GROUP BY owner HAVING COUNT(*) >= 2 ORDER BY owner"
+        )
+    ]
+    owner = rng.choice(owners)
+    repos = world.query(
+        "SELECT * FROM repos WHERE owner=? AND visibility='public' ORDER BY stars DESC, name", (owner,)
+    )
+    most = rng.random() < 0.6
+    ranked = repos if most else repos[::-1]
+    if ranked[0]["stars"] == ranked[1]["stars"]:
+        return None
+    pick = ranked[0]
+    viewers = [
+        r["username"]
+        for r in world.query(
+            "SELECT DISTINCT username FROM collaborators WHERE username != ? ORDER BY username", (owner,)
+        )
+    ]
+    user = rng.choice(viewers)
+    word = "most" if most else "fewest"
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Which of {owner}'s public repositories has the {word} stars? Give me its name and star count.",
+            f"Among the public repos owned by {owner}, which one has the {word} stars, and how many?",
+            f"Look at {owner}'s public repositories and tell me which has the {word} stars (with the number).",
+            f"I'm comparing {owner}'s public projects: which one has the {word} stars, and what is the count?",
+        ],
+    )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, random_day(rng)),
+        reference_solution=[gold_call("list_repos", owner=owner)],
+        expected_answer=f"{full_name(pick)} has the {word} stars of {owner}'s public repositories: {pick['stars']}.",
+        checks=lookup_checks([pick["name"], str(pick["stars"])]),
+        difficulty=1,
+        metadata={"phrasing": phrasing},
+    )
+
+
+def pull_request_status(rng: random.Random, world: World) -> TaskDraft | None:
+    """CI status and author of one pull request."""
+    repo = rng.choice(all_repos(world))
+    prs = world.query("SELECT * FROM pull_requests WHERE repo_id=? ORDER BY number", (repo["id"],))
+    if not prs:
+        return None
+    pr = rng.choice(prs)
+    user = rng.choice(members(world, repo["id"]))
+    name, number = full_name(repo), pr["number"]
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Is CI passing on pull request #{number} in {name}, and who opened it?",
+            f"Who is the author of PR #{number} in {name}, and what is its CI status?",
+            f"Check {name} PR #{number} for me: who opened it and is the build green or red?",
+            f"For {name}#{number} (a pull request), tell me its author and whether its CI passes.",
+        ],
+    )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, random_day(rng)),
+        reference_solution=[gold_call("get_pull_request", repo=name, number=number)],
+        expected_answer=f"Pull request #{number} in {name} was opened by {pr['author']}; its CI is {pr['ci_status']}.",
+        checks=lookup_checks([pr["author"], pr["ci_status"]]),
+        difficulty=1,
+        metadata={"phrasing": phrasing},
+    )
+
+
+def request_changes_failing(rng: random.Random, world: World) -> TaskDraft | None:
+    """Request changes on the newest (or oldest) open pull request whose CI is failing."""
+    repo = rng.choice(all_repos(world))
+    failing = world.query(
+        "SELECT * FROM pull_requests WHERE repo_id=? AND state='open' AND ci_status='failing' "
+        "ORDER BY created_at, id",
+        (repo["id"],),
+    )
+    open_count = world.one(
+        "SELECT COUNT(*) AS n FROM pull_requests WHERE repo_id=? AND state='open'", (repo["id"],)
+    )
+    if not failing or (open_count or {"n": 0})["n"] < 2:
+        return None
+    newest = rng.random() < 0.6
+    target = failing[-1] if newest else failing[0]
+    users = fresh_reviewers(world, target)
+    if not users:
+        return None
+    user = rng.choice(users)
+    text = rng.choice(CHANGES_TEXTS)
+    name = full_name(repo)
+    age = "most recently opened" if newest else "oldest"
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f'Request changes on the {age} open pull request with failing CI in {name}, with the comment "{text}"',
+            f'In {name}, find the {age} open PR whose CI is failing and request changes on it saying "{text}"',
+            f"Of the open pull requests in {name} that fail CI, pick the {age} one and leave a "
+            f"'request changes' review: \"{text}\"",
+        ],
+    )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, random_day(rng)),
+        reference_solution=[
+            gold_call(
+                "list_pull_requests",
+                repo=name,
+                state="open",
+                ci_status="failing",
+                sort="newest" if newest else "oldest",
+            ),
+            gold_call(
+                "review_pull_request", repo=name, number=target["number"], event="request_changes", body=text
+            ),
+        ],
+        expected_answer=f"I requested changes on pull request #{target['number']} in {name}.",
+        checks=[
+            RowExists(
+                table="reviews",
+                where={"pr_id": target["id"], "reviewer": user, "state": "changes_requested"},
+                count=1,
+                weight=2,
+                label="changes requested on the right PR",
+            ),
+            RowExists(
+                table="reviews",
+                where={"pr_id": target["id"], "reviewer": user, "body": text},
+                weight=1,
+                label="review text",
+            ),
+            DiffOnly(
+                expected=[
+                    ExpectedChange(
+                        table="reviews", op="insert", where={"pr_id": target["id"], "reviewer": user}
+                    )
+                ],
+                weight=1,
+                label="only that review",
+            ),
+        ],
+        difficulty=2,
+        metadata={"phrasing": phrasing},
+    )
+
+
+def _open_prs_reviewable(world: World) -> list[dict[str, Any]]:
+    return world.query(
+        "SELECT p.*, r.owner, r.name FROM pull_requests p JOIN repos r ON r.id = p.repo_id "
+        "WHERE p.state='open' ORDER BY p.id"
+    )
+
+
+def review_then_merge(rng: random.Random, world: World) -> TaskDraft | None:
+    """If CI passes, approve and merge (with a method); otherwise request changes."""
+    pr = rng.choice(_open_prs_reviewable(world))
+    users = fresh_reviewers(world, pr)
+    if not users:
+        return None
+    user = rng.choice(users)
+    method = rng.choice(["merge", "squash", "rebase"])
+    text = rng.choice(CHANGES_TEXTS)
+    name, number = f"{pr['owner']}/{pr['name']}", pr["number"]
+    verb = METHOD_PHRASES[method]
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Take a look at PR #{number} in {name}. If its CI is passing, approve it and {verb} it; "
+            f'if CI is failing, request changes with the comment "{text}"',
+            f"Please handle pull request #{number} on {name}: when the build is green, approve and {verb} it, "
+            f'otherwise request changes saying "{text}"',
+            f'{name} PR #{number}: request changes ("{text}") if CI fails; if CI passes, give it your approval '
+            f"and {verb} it.",
+        ],
+    )
+    today = random_day(rng)
+    if pr["ci_status"] == "passing":
+        solution = [
+            gold_call("get_pull_request", repo=name, number=number),
+            gold_call(
+                "review_pull_request", repo=name, number=number, event="approve", body="Looks good to me."
+            ),
+            gold_call("merge_pull_request", repo=name, number=number, merge_method=method),
+        ]
+        checks: list[Check] = [
+            RowExists(
+                table="reviews",
+                where={"pr_id": pr["id"], "reviewer": user, "state": "approved"},
+                count=1,
+                weight=1,
+                label="approved",
+            ),
+            FieldEquals(
+                table="pull_requests",
+                where={"id": pr["id"]},
+                field="state",
+                value="merged",
+                weight=2,
+                label="merged",
+            ),
+            FieldEquals(
+                table="pull_requests",
+                where={"id": pr["id"]},
+                field="merge_method",
+                value=method,
+                weight=1,
+                label="merge method",
+            ),
+            DiffOnly(
+                expected=[
+                    ExpectedChange(
+                        table="reviews",
+                        op="insert",
+                        where={"pr_id": pr["id"], "reviewer": user, "state": "approved"},
+                    ),
+                    ExpectedChange(
+                        table="pull_requests",
+                        op="update",
+                        where={"id": pr["id"]},
+                        fields=["state", "merged_at", "merged_by", "merge_method"],
+                    ),
+                ],
+                weight=1,
+                label="only the approval and the merge",
+            ),
+        ]
+        answer = f"CI is passing, so I approved pull request #{number} in {name} and merged it ({method})."
+    else:
+        solution = [
+            gold_call("get_pull_request", repo=name, number=number),
+            gold_call("review_pull_request", repo=name, number=number, event="request_changes", body=text),
+        ]
+        checks = [
+            RowExists(
+                table="reviews",
+                where={"pr_id": pr["id"], "reviewer": user, "state": "changes_requested", "body": text},
+                count=1,
+                weight=2,
+                label="changes requested",
+            ),
+            FieldEquals(
+                table="pull_requests",
+                where={"id": pr["id"]},
+                field="state",
+                value="open",
+                weight=1,
+                label="still open",
+            ),
+            DiffOnly(
+                expected=[
+                    ExpectedChange(
+                        table="reviews",
+                        op="insert",
+                        where={"pr_id": pr["id"], "reviewer": user, "state": "changes_requested"},
+                    )
+                ],
+                weight=1,
+                label="only the review",
+            ),
+        ]
+        answer = f"CI is failing on pull request #{number} in {name}, so I requested changes."
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, today),
+        reference_solution=solution,
+        expected_answer=answer,
+        checks=checks,
+        difficulty=2,
+        metadata={"phrasing": phrasing, "branch": pr["ci_status"]},
+    )
+
+
+def merge_ready_prs(rng: random.Random, world: World) -> TaskDraft | None:
+    """Merge every open PR that is ready (passing CI + an approval) and leave the others open."""
+    repo = rng.choice(all_repos(world))
+    prs = world.query(
+        "SELECT * FROM pull_requests WHERE repo_id=? AND state='open' ORDER BY number", (repo["id"],)
+    )
+    ready = [p for p in prs if p["ci_status"] == "passing" and approvers(world, p["id"])]
+    if not ready or len(ready) == len(prs) or len(ready) > 3:
+        return None
+    user = rng.choice(members(world, repo["id"], WRITE))
+    name = full_name(repo)
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Merge every open pull request in {name} that has passing CI and at least one approval; leave the rest.",
+            f"In {name}, merge all the open PRs that are ready (green CI and approved). Don't touch the others.",
+            f"Go through the open pull requests of {name} and merge the ones that are approved and passing CI.",
+            f"Clear the merge queue of {name}: merge each open PR with at least one approval and green CI, "
+            "nothing else.",
+            f"Any open pull request in {name} that is approved and passes CI can go in: merge those, skip the rest.",
+        ],
+    )
+    numbers = [p["number"] for p in ready]
+    checks: list[Check] = [
+        FieldEquals(
+            table="pull_requests",
+            where={"id": p["id"]},
+            field="state",
+            value="merged",
+            weight=1,
+            label=f"#{p['number']} merged",
+        )
+        for p in ready
+    ]
+    checks.append(
+        DiffOnly(
+            expected=[
+                ExpectedChange(
+                    table="pull_requests",
+                    op="update",
+                    where={"id": p["id"]},
+                    fields=["state", "merged_at", "merged_by", "merge_method"],
+                )
+                for p in ready
+            ],
+            weight=1,
+            label="only the ready PRs merged",
+        )
+    )
+    listed = ", ".join(f"#{n}" for n in numbers)
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, random_day(rng)),
+        reference_solution=[gold_call("list_pull_requests", repo=name, state="open")]
+        + [gold_call("merge_pull_request", repo=name, number=n) for n in numbers],
+        expected_answer=f"I merged {listed} in {name}; the other open pull requests are not ready.",
+        checks=checks,
+        difficulty=3,
+        metadata={"phrasing": phrasing, "merged": numbers},
+    )
+
+
+def merge_blocked(rng: random.Random, world: World) -> TaskDraft | None:
+    """Merge a PR that the rules forbid: failing CI, already closed/merged, own PR without approval,
+    or no write access."""
+    pr = rng.choice(
+        world.query(
+            "SELECT p.*, r.owner, r.name, r.visibility FROM pull_requests p "
+            "JOIN repos r ON r.id = p.repo_id ORDER BY p.id"
+        )
+    )
+    name, number = f"{pr['owner']}/{pr['name']}", pr["number"]
+    writers = members(world, pr["repo_id"], WRITE)
+    approvals = approvers(world, pr["id"])
+    if pr["state"] != "open":
+        reason, user = f"it is already {pr['state']}", rng.choice(writers)
+    elif pr["ci_status"] == "failing":
+        reason, user = "its CI is failing", rng.choice(writers)
+    elif not approvals and pr["author"] in writers:
+        reason, user = "it has no approval and you cannot approve your own pull request", pr["author"]
+    elif approvals:
+        outsiders = members(world, pr["repo_id"], ("read",))
+        if not outsiders:
+            return None
+        reason, user = "you do not have write access to the repository", rng.choice(outsiders)
+    else:
+        return None
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Merge pull request #{number} in {name}.",
+            f"Please merge {name} PR #{number} for me.",
+            f"Can you get PR #{number} on {name} merged?",
+            f"Ship it: merge #{number} in {name}.",
+        ],
+    )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, random_day(rng)),
+        reference_solution=[
+            gold_call("get_pull_request", repo=name, number=number),
+            gold_call("get_repo", repo=name),
+        ],
+        expected_answer=f"I cannot merge pull request #{number} in {name}: {reason}.",
+        checks=impossible_checks("merge_pull_request"),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "reason": reason},
+    )
