@@ -1,0 +1,1 @@
+"""Models that ship with toolgym: the tiny Qwen3 default (`toolgym.model.tiny`)."""
