@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from toolgym.dataset.build import BuildConfig, build_tasks, leakage
 from toolgym.dataset.manifest import sha256_file, write_manifest
@@ -61,3 +62,80 @@ def build(
     console.print(split_table(tasks, title=f"toolgym tasks {version}"))
     console.print(f"leakage check: no shared task ids or prompts between train and eval ({len(tasks)} tasks)")
     console.print(f"wrote {path} sha256={digest} in {time.perf_counter() - started:.1f}s")
+
+
+@app.command("validate")
+def validate(
+    dataset: Path = typer.Argument(..., help="A tasks.jsonl file or a dataset folder holding one."),
+    out: Path | None = typer.Option(None, "--out", help="Output folder (default: DATASET's folder/validated)."),
+    workers: int | None = typer.Option(None, "--workers", min=1, help="Replay processes (default: CPU cores)."),
+    teacher_url: str | None = typer.Option(None, "--teacher-url", help="OpenAI-compatible base URL of a teacher model."),
+    teacher_model: str | None = typer.Option(None, "--teacher-model", help="Teacher model name served at --teacher-url."),
+    samples: int = typer.Option(4, "--samples", min=1, help="Teacher rollouts per task; kept if any succeeds."),
+    teacher_concurrency: int = typer.Option(8, "--teacher-concurrency", min=1, help="Teacher episodes in flight."),
+) -> None:
+    """Replay every task's reference solution in a fresh env; keep the tasks that score reward 1."""
+    from toolgym.dataset.validate import TeacherConfig, dataset_file, validate_dataset, write_validation
+
+    if (teacher_url is None) != (teacher_model is None):
+        console.print("[red]error:[/red] give both --teacher-url and --teacher-model, or neither")
+        raise typer.Exit(2)
+    try:
+        path = dataset_file(dataset)
+    except FileNotFoundError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    out_dir = out or path.parent / "validated"
+    teacher = (
+        TeacherConfig(policy=f"openai:{teacher_url}#{teacher_model}", samples=samples, concurrency=teacher_concurrency)
+        if teacher_url and teacher_model
+        else None
+    )
+    run = validate_dataset(path, workers=workers, teacher=teacher, out_dir=out_dir)
+    written = write_validation(run, out_dir)
+    table = Table(title=f"validate {path}")
+    for column in ("Environment", "Input", "Kept", "Dropped"):
+        table.add_column(column, justify="left" if column == "Environment" else "right")
+    by_env = run.by_env()
+    for env_name, counts in by_env.items():
+        table.add_row(env_name, f"{counts['input']:,}", f"{counts['kept']:,}", f"{counts['dropped']:,}")
+    totals = {k: sum(c[k] for c in by_env.values()) for k in ("input", "kept", "dropped")}
+    table.add_row("[b]TOTAL[/b]", *(f"[b]{totals[k]:,}[/b]" for k in ("input", "kept", "dropped")))
+    console.print(table)
+    console.print("reasons: " + ", ".join(f"{reason} {count:,}" for reason, count in run.by_reason().items()))
+    dropped = [r for r in run.reports if not r.kept]
+    for report in dropped[:10]:
+        console.print(f"  [yellow]dropped[/yellow] line {report.line} {report.id or '?'}: {report.reason}: {report.detail[:200]}")
+    if len(dropped) > 10:
+        console.print(f"  ... {len(dropped) - 10:,} more in {written['report']}")
+    console.print(
+        f"replayed {len(run.reports):,} tasks in {run.replay_seconds:.2f}s with {run.workers} worker(s): "
+        f"{run.tasks_per_second:,.0f} tasks/s"
+        + (f"; teacher check {run.teacher_seconds:.1f}s" if run.teacher else "")
+    )
+    console.print(f"wrote {written['tasks']} ({totals['kept']:,} tasks), {written['report']}, {written['manifest']}")
+
+
+@app.command("import")
+def import_(
+    file: Path = typer.Argument(..., help="Fleet records: a JSON array (all_tool_use.json) or JSONL."),
+    out: Path = typer.Option(..., "--out", help="Output folder for tasks.jsonl, errors.jsonl and manifest.json."),
+) -> None:
+    """Import Fleet task records as toolgym tasks; bad records are reported by file:line and field."""
+    from toolgym.dataset.fleet import import_fleet_file, write_import
+
+    if not file.is_file():
+        console.print(f"[red]error:[/red] {file}: no such file")
+        raise typer.Exit(2)
+    try:
+        result = import_fleet_file(file)
+    except (OSError, UnicodeDecodeError) as exc:
+        console.print(f"[red]error:[/red] cannot read {file}: {exc}")
+        raise typer.Exit(2) from exc
+    written = write_import(result, out)
+    for error in result.errors[:20]:
+        console.print(f"[red]rejected[/red] {error}")
+    if len(result.errors) > 20:
+        console.print(f"... {len(result.errors) - 20:,} more in {written['errors']}")
+    console.print(f"imported {len(result.tasks):,} / rejected {len(result.errors):,} (records read: {result.records:,})")
+    console.print(f"wrote {written['tasks']}, {written['errors']}, {written['manifest']}")

@@ -14,6 +14,7 @@ class ReplayOutcome:
     task_id: str
     verdict: Verdict
     failed_calls: list[str]
+    env_error: str | None = None  # a tool crashed: the environment broke, not the verifier
 
     @property
     def kept(self) -> bool:
@@ -21,6 +22,8 @@ class ReplayOutcome:
 
     @property
     def reason(self) -> str:
+        if self.env_error:
+            return f"env error: {self.env_error}"
         if self.verdict.error:
             return f"verifier error: {self.verdict.error}"
         if self.failed_calls:
@@ -40,5 +43,5 @@ def replay_task(task: Task, env: Environment | None = None) -> ReplayOutcome:
             if result.is_error:
                 failed.append(f"{call.name}: {result.content}")
     except EnvError as exc:
-        return ReplayOutcome(task.id, Verdict.failure(str(exc)), failed)
+        return ReplayOutcome(task.id, Verdict.failure(str(exc)), failed, env_error=str(exc))
     return ReplayOutcome(task.id, verify_task(task, env, task.expected_answer), failed)

@@ -76,6 +76,9 @@ def connect_bytes(data: bytes, read_only: bool = False) -> sqlite3.Connection:
     conn.deserialize(data)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA foreign_keys=ON")
+    # Rows that INSERT OR REPLACE deletes fire delete triggers only with recursive triggers on;
+    # without it the diff would miss those deletions.
+    conn.execute("PRAGMA recursive_triggers=ON")
     if read_only:
         conn.execute("PRAGMA query_only=ON")
     return conn

@@ -44,6 +44,21 @@ def render_result(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
 
 
+_CALL_SAVEPOINT = "toolgym_tool_call"
+
+
+def _end_savepoint(conn: sqlite3.Connection, atomic: bool, undo: bool) -> None:
+    """Release (or roll back to) the per-call savepoint, unless the tool already ended it with COMMIT."""
+    if not atomic or not conn.in_transaction:
+        return
+    try:
+        if undo:
+            conn.execute(f"ROLLBACK TO {_CALL_SAVEPOINT}")
+        conn.execute(f"RELEASE {_CALL_SAVEPOINT}")
+    except sqlite3.OperationalError:
+        pass  # the tool closed the transaction itself
+
+
 @dataclass
 class Environment:
     """Apps composed over shared users. Call `reset` before each episode."""
@@ -138,12 +153,23 @@ class Environment:
             )
         try:
             bound = fn.bind_arguments(arguments)
-            value = fn.fn(ToolContext(db=self.db("current", app.name), env=self.context, app=app), **bound)
         except ToolError as exc:
             return self._record(name, args, caller, started, str(exc))
+        conn = self.db("current", app.name)
+        # A call is all-or-nothing: a tool that writes and then fails leaves no half-done change.
+        atomic = not conn.in_transaction
+        if atomic:
+            conn.execute(f"SAVEPOINT {_CALL_SAVEPOINT}")
+        try:
+            value = fn.fn(ToolContext(db=conn, env=self.context, app=app), **bound)
+        except ToolError as exc:
+            _end_savepoint(conn, atomic, undo=True)
+            return self._record(name, args, caller, started, str(exc))
         except Exception as exc:
+            _end_savepoint(conn, atomic, undo=True)
             self.calls.append(ToolCallRecord(name, args, caller, False, repr(exc), time.perf_counter() - started))
             raise EnvError(f"tool {name!r} of app {app.name!r} crashed: {type(exc).__name__}: {exc}") from exc
+        _end_savepoint(conn, atomic, undo=False)
         self.calls.append(ToolCallRecord(name, args, caller, True, None, time.perf_counter() - started))
         return ToolResult(render_result(value))
 

@@ -85,9 +85,8 @@ def _json_schema(annotation: Any) -> dict[str, Any]:
 
 
 def _type_name(value: Any) -> str:
-    return {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}.get(
-        type(value), type(value).__name__
-    )
+    names = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _check_value(name: str, value: Any, annotation: Any) -> Any:

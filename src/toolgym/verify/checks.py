@@ -80,7 +80,11 @@ def _calls_match(call: ToolCallRecord, check: ToolCalled) -> bool:
         return False
     if check.arguments is None:
         return True
-    return all(normalize_text(str(call.arguments.get(k))) == normalize_text(str(v)) for k, v in check.arguments.items())
+    # A missing argument must not match an expected value that happens to read "none".
+    return all(
+        k in call.arguments and normalize_text(str(call.arguments[k])) == normalize_text(str(v))
+        for k, v in check.arguments.items()
+    )
 
 
 def evaluate_check(check: Check, env: Environment, final_answer: str | None, changes: list[RowChange]) -> CheckResult:

@@ -1,0 +1,357 @@
+"""The verifier sandbox's child process: resource limits, an audit hook, then `validate_task`.
+
+Run by `toolgym.verify.sandbox` as `python -I -S sandbox_child.py WORKDIR` (standard library
+only; nothing from toolgym is importable here). It reads WORKDIR/input.json, runs the task's
+verifier against read-only copies of the seed and current databases, and writes
+WORKDIR/result.json. Once the audit hook is in, task code cannot open a socket, start or signal
+a process, load native code, or write anywhere outside WORKDIR; it may read.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import linecache
+import math
+import os
+import resource
+import sys
+import traceback
+import types
+from collections.abc import Callable
+from typing import Any
+
+VERIFIER_FILENAME = "<verifier>"
+
+# Events refused outright (prefix match on the audit event name).
+_BLOCKED_EVENTS = (
+    "socket.",
+    "ctypes.",
+    "subprocess.",
+    "os.system",
+    "os.exec",
+    "os.spawn",
+    "os.posix_spawn",
+    "os.fork",
+    "os.kill",
+    "os.startfile",
+    "pty.",
+    "signal.pthread_kill",
+    "resource.setrlimit",
+    "resource.prlimit",
+    "sqlite3.enable_load_extension",
+    "sqlite3.load_extension",
+    "urllib.Request",
+    "webbrowser.open",
+    "sys.remote_exec",
+)
+# Modules whose import is refused: networking, processes and native-code loading.
+_BLOCKED_IMPORTS = frozenset(
+    {
+        "socket", "_socket", "ssl", "_ssl", "subprocess", "_posixsubprocess", "multiprocessing",
+        "_multiprocessing", "ctypes", "_ctypes", "pty", "asyncio", "concurrent",
+    }
+)
+# Filesystem-changing events: (positions of path arguments, positions of dir_fd arguments).
+# Every path must lie inside the work directory; dir_fd-relative forms are refused outright.
+_PATH_EVENTS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
+    "os.remove": ((0,), (1,)),
+    "os.rmdir": ((0,), (1,)),
+    "os.mkdir": ((0,), (2,)),
+    "os.rename": ((0, 1), (2, 3)),
+    "os.truncate": ((0,), ()),
+    "os.chmod": ((0,), (2,)),
+    "os.chown": ((0,), (3,)),
+    "os.utime": ((0,), (3,)),
+    "os.chflags": ((0,), ()),
+    "os.lchflags": ((0,), ()),
+    "os.setxattr": ((0,), ()),
+    "os.removexattr": ((0,), ()),
+    "shutil.rmtree": ((0,), (1,)),
+}
+# Links could point a later write outside; changing directory would move the base of relative paths.
+_ALWAYS_REFUSED = ("os.symlink", "os.link", "os.chdir")
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+
+class Sandbox:
+    """The audit hook: decides each event, and remembers what it refused."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+        self.violations: list[str] = []
+        self.active = False
+        self._busy = False  # the hook's own filesystem calls must not re-enter it
+
+    def inside(self, path: Any) -> bool:
+        try:
+            resolved = os.path.realpath(os.fsdecode(path))
+        except (TypeError, ValueError):
+            return False
+        return resolved == self.root or resolved.startswith(self.root + os.sep)
+
+    def refuse(self, what: str) -> None:
+        self.violations.append(what)
+        raise PermissionError(f"blocked by the verifier sandbox: {what}")
+
+    def hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if not self.active or self._busy:
+            return
+        self._busy = True
+        try:
+            self._decide(event, args)
+        finally:
+            self._busy = False
+
+    def _decide(self, event: str, args: tuple[Any, ...]) -> None:
+        if event == "import":
+            root_module = str(args[0]).split(".")[0]
+            if root_module in _BLOCKED_IMPORTS:
+                raise ImportError(f"blocked by the verifier sandbox: import of {args[0]!r} (no network, processes or native code)")
+            return
+        if event == "open":
+            self._check_open(args)
+            return
+        if event.startswith(_BLOCKED_EVENTS):
+            self.refuse(event)
+        if event == "sqlite3.connect":
+            # The task's databases were opened before the hook went live. A new connection could
+            # ATTACH or VACUUM INTO a file anywhere, past the open() checks, so there are none.
+            self.refuse("sqlite3.connect: read the task's databases through env.db(...); other connections are blocked")
+        if event in _ALWAYS_REFUSED:
+            self.refuse(event)
+        rule = _PATH_EVENTS.get(event)
+        if rule is not None:
+            paths, dir_fds = rule
+            for position in dir_fds:
+                descriptor = args[position] if position < len(args) else None
+                if isinstance(descriptor, int) and descriptor >= 0:  # None / -1 mean "no dir_fd"
+                    self.refuse(f"{event} relative to a directory descriptor")
+            for position in paths:
+                value = args[position] if position < len(args) else None
+                if isinstance(value, int) and event == "os.truncate":
+                    continue  # truncating needs a descriptor opened for writing, which was checked
+                if value is None or isinstance(value, int) or not self.inside(value):
+                    self.refuse(f"{event}({value!r}) outside the work directory")
+
+    def _check_open(self, args: tuple[Any, ...]) -> None:
+        path, mode, flags = [*args, None, None, None][:3]
+        if isinstance(path, int):
+            return  # an existing descriptor
+        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+            isinstance(flags, int) and flags & _WRITE_FLAGS
+        )
+        if writing:
+            if not self.inside(path):
+                self.refuse(f"open({path!r}, {mode or flags!r}) for writing outside the work directory")
+            return
+        # A directory descriptor from outside would let dir_fd-relative calls escape the checks.
+        try:
+            is_dir = os.path.isdir(os.fsdecode(path))
+        except (TypeError, ValueError):
+            is_dir = False
+        if is_dir and not self.inside(path):
+            self.refuse(f"open({path!r}) of a directory outside the work directory")
+
+
+def set_limits(memory_mb: int, timeout_s: float, file_mb: int) -> None:
+    """Kernel limits: address space, CPU seconds (a backstop to the parent's timer), file size, no children."""
+    memory = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    cpu = math.ceil(timeout_s) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    size = file_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+
+def load_fleet_api() -> types.ModuleType:
+    """toolgym's Fleet verifier API, loaded from its file (the package itself is not importable here)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fleet_api.py")
+    spec = importlib.util.spec_from_file_location("toolgym_fleet_api", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["toolgym_fleet_api"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def verifier_decorator(*args: Any, **kwargs: Any) -> Any:
+    """fleet's `@verifier(key=...)` (or bare `@verifier`): locally the function runs as it is."""
+    if len(args) == 1 and callable(args[0]) and not kwargs:
+        return args[0]
+    return lambda func: func
+
+
+def install_fleet_modules(api: types.ModuleType, env_type: type) -> dict[str, Any]:
+    """`import fleet` / `from fleet.verifiers import ...` resolve to toolgym's API; returns the helper names."""
+    helpers: dict[str, Any] = {
+        "TASK_SUCCESSFUL_SCORE": api.TASK_SUCCESSFUL_SCORE,
+        "TASK_FAILED_SCORE": api.TASK_FAILED_SCORE,
+        "normalized_contains": api.normalized_contains,
+        "normalized_string_comparison": api.normalized_string_comparison,
+        "extract_numbers": api.extract_numbers,
+        "contains_number": api.contains_number,
+        "DatabaseSnapshot": api.DatabaseSnapshot,
+        "IgnoreConfig": api.IgnoreConfig,
+        "SnapshotDiff": api.SnapshotDiff,
+        "Environment": env_type,
+        "verifier": verifier_decorator,
+    }
+    names = ("fleet", "fleet.verifiers", "fleet.verifiers.db", "fleet.verifiers.code", "fleet.verifiers.local_executor")
+    modules = {name: types.ModuleType(name) for name in names}
+    for name, module in modules.items():
+        module.__dict__.update(helpers)
+        sys.modules[name] = module
+    modules["fleet"].verifiers = modules["fleet.verifiers"]  # type: ignore[attr-defined]
+    modules["fleet.verifiers"].db = modules["fleet.verifiers.db"]  # type: ignore[attr-defined]
+    modules["fleet.verifiers"].code = modules["fleet.verifiers.code"]  # type: ignore[attr-defined]
+    return helpers
+
+
+def pick_function(namespace: dict[str, Any]) -> Callable[..., Any] | None:
+    """`validate_task`, else (as Fleet's local executor does) the one function taking `env` first."""
+    candidate = namespace.get("validate_task")
+    if callable(candidate):
+        return candidate
+    own = [
+        value for value in namespace.values()
+        if isinstance(value, types.FunctionType)
+        and value.__code__.co_filename == VERIFIER_FILENAME
+        and value.__code__.co_argcount >= 1
+        and value.__code__.co_varnames[0] == "env"
+    ]
+    return own[0] if len(own) == 1 else None
+
+
+def describe_value(value: Any) -> dict[str, Any]:
+    """The verifier's return value as JSON the parent interprets (the parent owns the rules)."""
+    if isinstance(value, bool):
+        return {"type": "bool", "value": value}
+    if isinstance(value, int):
+        return {"type": "int", "value": int(value)}
+    if isinstance(value, float):
+        return {"type": "float", "value": value if math.isfinite(value) else repr(value)}
+    if isinstance(value, dict):
+        return {"type": "dict", "value": json.loads(json.dumps(value, default=repr))}
+    if value is None:
+        return {"type": "none"}
+    return {"type": type(value).__name__, "repr": repr(value)[:300]}
+
+
+def verifier_line(exc: BaseException) -> int | None:
+    """The line of the verifier's own code where the exception passed last."""
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == VERIFIER_FILENAME:
+            line = frame.lineno
+    return line
+
+
+def error_result(kind: str, exc: BaseException, stage: str) -> dict[str, Any]:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {
+        "status": "error",
+        "kind": kind,
+        "stage": stage,
+        "exception": type(exc).__name__,
+        "message": str(exc)[:2000],
+        "line": verifier_line(exc),
+        "traceback": text[-3000:],
+    }
+
+
+def run(workdir: str) -> dict[str, Any]:
+    with open(os.path.join(workdir, "input.json"), encoding="utf-8") as handle:
+        spec = json.load(handle)
+    with open(os.path.join(workdir, spec["code_file"]), encoding="utf-8") as handle:
+        code = handle.read()
+    api = load_fleet_api()
+    env = api.VerifierEnv(spec["databases"], spec.get("env_variables") or {})
+    helpers = install_fleet_modules(api, type(env))
+    set_limits(int(spec["memory_mb"]), float(spec["timeout_s"]), int(spec["file_mb"]))
+
+    env.open_all()  # before the hook: afterwards no SQLite connection may be opened
+    sandbox = Sandbox(workdir)
+    sys.addaudithook(sandbox.hook)
+    sandbox.active = True
+    captured = io.StringIO()
+    real_stdout, real_stderr = sys.stdout, sys.stderr
+    stage = "compile"
+    try:
+        compiled = compile(code, VERIFIER_FILENAME, "exec")
+        linecache.cache[VERIFIER_FILENAME] = (len(code), None, code.splitlines(True), VERIFIER_FILENAME)
+        namespace: dict[str, Any] = {"__name__": "verifier", "__builtins__": __builtins__, "json": json, **helpers}
+        for module_name in ("re", "string"):
+            namespace[module_name] = sys.modules[module_name]
+        sys.stdout = sys.stderr = captured
+        stage = "load"
+        exec(compiled, namespace)
+        function = pick_function(namespace)
+        if function is None:
+            defined = sorted(
+                k for k, v in namespace.items()
+                if isinstance(v, types.FunctionType) and v.__code__.co_filename == VERIFIER_FILENAME
+            )
+            return {
+                "status": "error",
+                "kind": "missing_function",
+                "message": "no function validate_task(env, final_answer=None) defined"
+                + (f" (found: {', '.join(defined)})" if defined else " (the code defines no function)"),
+            }
+        stage = "call"
+        argcount = function.__code__.co_argcount if isinstance(function, types.FunctionType) else 2
+        takes_varargs = isinstance(function, types.FunctionType) and bool(function.__code__.co_flags & 0x04)
+        if argcount >= 2 or takes_varargs:
+            value = function(env, spec.get("final_answer"))
+        elif argcount == 1:
+            value = function(env)
+        else:
+            return {"status": "error", "kind": "bad_signature", "message": "validate_task must take env (and final_answer)"}
+        if isinstance(value, types.CoroutineType):
+            value.close()
+            return {"status": "error", "kind": "bad_return", "message": "async verifiers are not supported; define a plain def"}
+        return {"status": "ok", "value": describe_value(value)}
+    except SyntaxError as exc:
+        return {
+            "status": "error",
+            "kind": "syntax",
+            "message": f"{exc.msg} (verifier line {exc.lineno}, column {exc.offset})",
+            "line": exc.lineno,
+        }
+    except MemoryError as exc:
+        return {"status": "error", "kind": "memory", "message": f"MemoryError at stage {stage}", "line": verifier_line(exc)}
+    except AssertionError as exc:
+        return error_result("assertion", exc, stage)
+    except BaseException as exc:  # the verifier's bug, reported with its line
+        return error_result("exception", exc, stage)
+    finally:
+        sys.stdout, sys.stderr = real_stdout, real_stderr
+        env.close()
+        ANNEX["stdout"] = captured.getvalue()[-2000:]
+        ANNEX["violations"] = list(sandbox.violations)
+
+
+ANNEX: dict[str, Any] = {}
+
+
+def main() -> int:
+    workdir = sys.argv[1]
+    try:
+        result = run(workdir)
+    except MemoryError:
+        result = {"status": "error", "kind": "memory", "message": "MemoryError while setting up the verifier"}
+    except BaseException as exc:
+        result = error_result("setup", exc, "setup")
+    result.update(ANNEX)
+    with open(os.path.join(workdir, "result.json"), "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(result, default=repr))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
