@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from typing import Any
 
@@ -27,6 +28,16 @@ def normalize_text(text: str | None) -> str:
     """Case-folded, whitespace-collapsed, trailing punctuation dropped: what 'the same answer' means."""
     collapsed = " ".join((text or "").casefold().split())
     return collapsed.rstrip(".!")
+
+
+def contains_value(answer: str, value: str) -> bool:
+    """`value` occurs in `answer` as a whole token: "3" is not found in "13" nor in "3.5"."""
+    needle = normalize_text(value)
+    if not needle:
+        return True
+    start = r"(?<![\w.])" if needle[0].isalnum() else ""
+    end = r"(?!\w|\.\d)" if needle[-1].isalnum() else ""
+    return re.search(start + re.escape(needle) + end, answer) is not None
 
 
 def _split_table(env: Environment, table: str) -> tuple[str | None, str]:
@@ -121,7 +132,7 @@ def evaluate_check(check: Check, env: Environment, final_answer: str | None, cha
                            detail=" | ".join(parts) or f"{len(changes)} change(s), all expected")
     if isinstance(check, AnswerContains):
         answer = normalize_text(final_answer)
-        absent = [v for v in check.values if normalize_text(v) not in answer]
+        absent = [v for v in check.values if not contains_value(answer, v)]
         return CheckResult(kind=check.kind, label=label, passed=not absent, weight=check.weight,
                            detail=f"answer lacks {absent}" if absent else "answer contains every value")
     if isinstance(check, AnswerEquals):
