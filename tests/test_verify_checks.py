@@ -142,3 +142,14 @@ def test_verify_task_adds_the_python_verifier_as_one_more_check() -> None:
     assert [c.kind for c in verdict.checks][-1] == "python_verifier"
     assert failed(verdict) == ["due tomorrow", "validate_task"]
     assert verdict.partial_score == pytest.approx(4 / 6)
+
+
+def test_answer_values_match_whole_tokens_only() -> None:
+    from toolgym.verify.checks import contains_value
+
+    assert contains_value("there are 13 open issues", "13")
+    assert not contains_value("there are 13 open issues", "3")
+    assert not contains_value("rated 3.5 stars", "3")
+    assert contains_value("The rating is 9.0.", "9.0")
+    assert contains_value("confirmation code f3k9q.", "F3K9Q")
+    assert contains_value("it costs $120 in total", "$120")
