@@ -1,0 +1,260 @@
+"""Listing task families: facts about a home, its agent, saving a named home, saved searches, best value."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.homes.rules import HOME_TYPES
+from toolgym.envs.apps.homes.task_common import (
+    TYPE_PLURALS,
+    active_users,
+    answer_has,
+    call,
+    diff_only,
+    dollars,
+    env_for,
+    is_saved,
+    listing_lookup,
+    listings,
+    lookup_checks,
+    pick,
+    random_today,
+    saved_checks,
+    unique_best,
+)
+from toolgym.schema import ExpectedChange, RowExists
+
+# asked facts -> (listing fields, templates); a fact pair is only asked where it exists (an HOA fee > 0)
+LISTING_FACTS: dict[tuple[str, str], tuple[tuple[str, str], tuple[str, ...]]] = {
+    ("price", "ppsf"): (("price", "price_per_sqft"), (
+        "What's the asking price of {address} in {city}, and what does that work out to per square foot?",
+        "For the listing at {address}, {city}: price, and price per sqft?",
+        "How much per square foot is {address} ({city}) going for? Tell me the total asking price too.",
+    )),
+    ("sqft", "year"): (("sqft", "year_built"), (
+        "How many square feet is {address} in {city}, and what year was it built?",
+        "I'm curious about {address}, {city}: when was it built and how big is it?",
+        "Give me the size in sqft and the year built for the home at {address} ({city}).",
+    )),
+    ("hoa", "beds"): (("hoa_fee", "beds"), (
+        "What's the monthly HOA fee at {address} in {city}, and how many bedrooms does it have?",
+        "How many bedrooms does {address} ({city}) have, and what are the HOA dues per month?",
+        "Before I go see {address} in {city}: monthly HOA fee and bedroom count, please.",
+    )),
+    ("ppsf", "year"): (("price_per_sqft", "year_built"), (
+        "What's the price per square foot of {address} in {city}, and when was it built?",
+        "{city} listing {address}: give me its year built and its price per sqft.",
+        "Is {address} ({city}) an older home? Tell me the year built, and what it costs per square foot.",
+    )),
+}
+
+
+def listing_facts(rng: random.Random, world: World) -> TaskDraft | None:
+    """Find a listing by address and answer two facts from get_listing (price per sqft is the tool's number)."""
+    asked = sorted(LISTING_FACTS)[rng.randrange(len(LISTING_FACTS))]
+    fields, templates = LISTING_FACTS[asked]
+    home = pick(rng, listings(world, "l.status != 'sold'" + (" AND l.hoa_fee > 0" if "hoa" in asked else "")))
+    phrasing = rng.randrange(len(templates))
+    values = [str(home[f]) for f in fields]
+    listing_id = home["id"]
+    return TaskDraft(
+        prompt=templates[phrasing].format(address=home["address"], city=home["city"]),
+        checks=lookup_checks(values),
+        reference_solution=[listing_lookup(home), call("get_listing", listing_id=listing_id)],
+        env_variables=env_for(pick(rng, active_users(world)), random_today(rng)),
+        expected_answer=(f"{home['address']} in {home['city']} is a {home['beds']}-bed, {home['sqft']} sqft "
+                         f"{home['home_type']} built in {home['year_built']}, asking ${home['price']} "
+                         f"(${home['price_per_sqft']} per sqft); HOA ${home['hoa_fee']} per month."),
+        difficulty=1,
+        metadata={"phrasing": "-".join(asked) + str(phrasing), "listing_id": listing_id},
+    )
+
+
+AGENT_FACTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "brokerage": (("name", "brokerage"), (
+        "Who's the listing agent for {address} in {city}, and which brokerage are they with?",
+        "Which agent and brokerage have the listing for {address} ({city})?",
+        "I want to know who is selling {address}, {city}: the agent's name and their brokerage.",
+    )),
+    "rating": (("name", "rating"), (
+        "Who is listing {address} in {city}, and how well rated is that agent?",
+        "What's the rating of the agent who has {address} ({city})? Include their name.",
+        "Tell me the name and review rating of the listing agent for {address}, {city}.",
+    )),
+    "phone": (("name", "phone"), (
+        "I'd like to call the agent for {address} in {city}. Who is it and what's their phone number?",
+        "Get me the listing agent's name and phone number for {address} ({city}).",
+        "Who represents the seller of {address}, {city}, and how can I reach them by phone?",
+    )),
+}
+
+
+def listing_agent(rng: random.Random, world: World) -> TaskDraft | None:
+    """Listing by address -> its agent (get_listing) -> the agent's details (get_agent)."""
+    home = pick(rng, listings(world))
+    agent = world.one("SELECT * FROM agents WHERE id=?", (home["agent_id"],))
+    assert agent is not None
+    asked = sorted(AGENT_FACTS)[rng.randrange(len(AGENT_FACTS))]
+    fields, templates = AGENT_FACTS[asked]
+    phrasing = rng.randrange(len(templates))
+    return TaskDraft(
+        prompt=templates[phrasing].format(address=home["address"], city=home["city"]),
+        checks=lookup_checks([str(agent[f]) for f in fields]),
+        reference_solution=[listing_lookup(home), call("get_listing", listing_id=home["id"]),
+                            call("get_agent", agent_id=agent["id"])],
+        env_variables=env_for(pick(rng, active_users(world)), random_today(rng)),
+        expected_answer=(f"The listing agent for {home['address']} is {agent['name']} of {agent['brokerage']}, "
+                         f"rated {agent['rating']} out of 5; phone {agent['phone']}."),
+        difficulty=2,
+        metadata={"phrasing": f"{asked}{phrasing}", "listing_id": home["id"], "agent_id": agent["id"]},
+    )
+
+
+SAVE_HOME = (
+    "Save {address} in {city} to my favorites.",
+    "Please add the listing at {address}, {city} to my saved homes.",
+    "I like {address} ({city}). Save it so I can find it again later.",
+    "Can you favorite the {city} home at {address} for me?",
+)
+
+
+def save_named_home(rng: random.Random, world: World) -> TaskDraft | None:
+    """A single write: the named listing goes into the user's saved homes (not saved before)."""
+    home = pick(rng, listings(world, "l.status != 'sold'"))
+    user = pick(rng, active_users(world))
+    if is_saved(world, user["id"], home["id"]):
+        return None
+    phrasing = rng.randrange(len(SAVE_HOME))
+    check, expected = saved_checks(user["id"], home["id"])
+    return TaskDraft(
+        prompt=SAVE_HOME[phrasing].format(address=home["address"], city=home["city"]),
+        checks=[check, diff_only([expected]), answer_has([home["address"]], label="answer names the home")],
+        reference_solution=[listing_lookup(home), call("save_home", listing_id=home["id"])],
+        env_variables=env_for(user, random_today(rng)),
+        expected_answer=f"Saved {home['address']} in {home['city']} (${home['price']}) to your saved homes.",
+        difficulty=1,
+        metadata={"phrasing": phrasing, "listing_id": home["id"]},
+    )
+
+
+SAVED_SEARCH = (
+    "Set up a saved search for {what}.",
+    "Please create a saved search: {what}. How many listings match right now?",
+    "I want to keep an eye on {what}. Save that search for me and tell me how many homes match today.",
+)
+
+
+def _search_words(city: str, max_price: int | None, min_beds: int | None, home_type: str | None) -> str:
+    what = f"{TYPE_PLURALS[home_type] if home_type else 'homes'} in {city}"
+    if min_beds is not None:
+        what += f" with at least {min_beds} bedroom{'s' if min_beds > 1 else ''}"
+    if max_price is not None:
+        what += f" {'and ' if min_beds is not None else ''}priced up to {dollars(max_price)}"
+    return what
+
+
+def create_saved_search(rng: random.Random, world: World) -> TaskDraft | None:
+    """A single write: a saved search with exactly the filters the user names (unnamed ones stay empty)."""
+    cities = world.query("SELECT id, name FROM cities ORDER BY id")
+    city = pick(rng, cities)
+    prices = [r["price"] for r in world.query(
+        "SELECT price FROM listings WHERE city_id=? AND status='active' ORDER BY price", (city["id"],))]
+    max_price = None if rng.random() < 0.2 else round(pick(rng, prices) / 25000) * 25000 + 25000
+    min_beds = None if rng.random() < 0.25 else rng.randint(1, 4)
+    home_type = None if rng.random() < 0.5 else pick(rng, list(HOME_TYPES))
+    if max_price is None and min_beds is None and home_type is None:
+        return None
+    user = pick(rng, active_users(world))
+    where: dict[str, Any] = {"user_id": user["id"], "city_id": city["id"], "max_price": max_price,
+                             "min_beds": min_beds, "home_type": home_type}
+    clash = world.one(
+        "SELECT id FROM saved_searches WHERE user_id=? AND city_id=? AND max_price IS ? AND min_beds IS ? "
+        "AND home_type IS ?", tuple(where.values()))
+    if clash is not None:
+        return None
+    matches = world.one(
+        "SELECT COUNT(*) AS n FROM listings WHERE city_id=? AND status='active' AND (? IS NULL OR price<=?) "
+        "AND (? IS NULL OR beds>=?) AND (? IS NULL OR home_type=?)",
+        (city["id"], max_price, max_price, min_beds, min_beds, home_type, home_type))
+    count = matches["n"] if matches else 0
+    phrasing = rng.randrange(len(SAVED_SEARCH))
+    checks = [RowExists(table="saved_searches", where=where, count=1, weight=3.0, label="saved search with these filters"),
+              diff_only([ExpectedChange(table="saved_searches", op="insert", where={"user_id": user["id"]})])]
+    if phrasing > 0:  # those phrasings ask for today's number of matches
+        checks.append(answer_has([str(count)], label="answer gives the number of matches"))
+    return TaskDraft(
+        prompt=SAVED_SEARCH[phrasing].format(what=_search_words(city["name"], max_price, min_beds, home_type)),
+        checks=checks,
+        reference_solution=[call("create_saved_search", city=city["name"], max_price=max_price, min_beds=min_beds,
+                                 home_type=home_type)],
+        env_variables=env_for(user, random_today(rng)),
+        expected_answer=f"Your saved search for {_search_words(city['name'], max_price, min_beds, home_type)} is set "
+                        f"up; {count} active listings match it today.",
+        difficulty=1,
+        metadata={"phrasing": phrasing, "city_id": city["id"]},
+    )
+
+
+BEST_VALUE: dict[str, tuple[str, bool, str, tuple[str, ...]]] = {
+    # criterion -> (listing field, largest wins, sort_by of search_listings, templates)
+    "value": ("price_per_sqft", False, "price_per_sqft", (
+        "Among {what}, which has the lowest price per square foot? Save that one for me.",
+        "Find the best deal per sqft among {what} and add it to my saved homes.",
+        "Save whichever of the {what} costs the least per square foot.",
+    )),
+    "largest": ("sqft", True, "sqft", (
+        "Which of the {what} is the biggest (most square feet)? Save it to my favorites.",
+        "Look through {what} and save the largest one by square footage.",
+        "I want space: save the {what} listing with the most square feet.",
+    )),
+    "newest": ("listed_on_ordinal", True, "newest", (
+        "Save the most recently listed of the {what}.",
+        "What's the newest listing among {what}? Put it in my saved homes.",
+        "Find the latest {what} listing to hit the market and save it for me.",
+    )),
+}
+
+
+def _active_filtered(world: World, city_id: int, max_price: int | None, home_type: str | None) -> list[dict[str, Any]]:
+    rows = listings(world, "l.city_id=? AND l.status='active' AND (? IS NULL OR l.price<=?) AND (? IS NULL OR "
+                    "l.home_type=?)", (city_id, max_price, max_price, home_type, home_type))
+    for row in rows:
+        row["listed_on_ordinal"] = int(row["listed_on"].replace("-", ""))
+    return rows
+
+
+def save_best_value(rng: random.Random, world: World) -> TaskDraft | None:
+    """Search a city with filters, choose by a criterion (price/sqft, size, newest), save the winner."""
+    city = pick(rng, world.query("SELECT id, name FROM cities ORDER BY id"))
+    home_type = pick(rng, ["house", "condo", "townhouse", None])
+    prices = [r["price"] for r in _active_filtered(world, city["id"], None, home_type)]
+    if len(prices) < 3:
+        return None
+    max_price = round(sorted(prices)[rng.randrange(2, len(prices))] / 25000) * 25000 + 25000
+    rows = _active_filtered(world, city["id"], max_price, home_type)
+    criterion = sorted(BEST_VALUE)[rng.randrange(len(BEST_VALUE))]
+    field, largest, sort_by, templates = BEST_VALUE[criterion]
+    best = unique_best(rows, field, largest=largest)
+    if best is None or len(rows) < 2 or len(rows) > 20 or any(r["price"] == max_price for r in rows):
+        return None  # no tie, a real choice, all on one page, and "under" means the same as the tool's "at most"
+    user = pick(rng, active_users(world))
+    if is_saved(world, user["id"], best["id"]):
+        return None
+    what = f"{TYPE_PLURALS[home_type] if home_type else 'homes'} for sale in {city['name']} under {dollars(max_price)}"
+    phrasing = rng.randrange(len(templates))
+    check, expected = saved_checks(user["id"], best["id"])
+    return TaskDraft(
+        prompt=templates[phrasing].format(what=what),
+        checks=[check, diff_only([expected]), answer_has([best["address"]], label="answer names the chosen home")],
+        reference_solution=[
+            call("search_listings", city=city["name"], max_price=max_price, home_type=home_type, sort_by=sort_by),
+            call("save_home", listing_id=best["id"]),
+        ],
+        env_variables=env_for(user, random_today(rng)),
+        expected_answer=(f"Saved {best['address']} (${best['price']}, {best['sqft']} sqft, ${best['price_per_sqft']} "
+                         f"per sqft, listed {best['listed_on']})."),
+        difficulty=2,
+        metadata={"phrasing": f"{criterion}{phrasing}", "listing_id": best["id"]},
+    )

@@ -1,0 +1,154 @@
+"""Offer task families: offer on a named home, raise an open offer, and the offers that cannot be made."""
+
+from __future__ import annotations
+
+import random
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.homes.rules import MIN_OFFER_PERCENT, min_offer
+from toolgym.envs.apps.homes.task_common import (
+    active_users,
+    answer_has,
+    call,
+    diff_only,
+    dollars,
+    env_for,
+    has_open_offer,
+    impossible_checks,
+    listing_lookup,
+    listings,
+    offer_checks,
+    pick,
+    random_today,
+    user_by_id,
+)
+from toolgym.schema import ExpectedChange, FieldEquals
+
+OFFER = (
+    "Make an offer of {amount} on {address} in {city}.",
+    "I want to bid {amount} for {address}, {city}. Submit the offer, please.",
+    "Put in an offer on {address} ({city}) for {short}.",
+    "Offer {amount} on the {city} listing at {address}.",
+)
+
+
+def _short(amount: int) -> str:
+    """'$415k' where the amount is whole thousands, as people write bids."""
+    return f"${amount // 1000}k" if amount % 1000 == 0 else dollars(amount)
+
+
+def make_named_offer(rng: random.Random, world: World) -> TaskDraft | None:
+    """A single write: an open offer of the named amount (at least the minimum) on an active listing."""
+    home = pick(rng, listings(world, "l.status='active'"))
+    floor = -(-min_offer(home["price"]) // 1000) * 1000
+    amount = max(floor, round(home["price"] * rng.uniform(0.9, 1.01) / 1000) * 1000)
+    user = pick(rng, active_users(world))
+    if has_open_offer(world, user["id"], home["id"]):
+        return None
+    phrasing = rng.randrange(len(OFFER))
+    check, expected = offer_checks(user["id"], home["id"], amount)
+    return TaskDraft(
+        prompt=OFFER[phrasing].format(amount=dollars(amount), short=_short(amount), address=home["address"],
+                                      city=home["city"]),
+        checks=[check, diff_only([expected]), answer_has([home["address"]], label="answer names the home")],
+        reference_solution=[listing_lookup(home), call("make_offer", listing_id=home["id"], amount=amount)],
+        env_variables=env_for(user, random_today(rng)),
+        expected_answer=(f"Your offer of ${amount} on {home['address']} (asking ${home['price']}) is submitted and "
+                         "open."),
+        difficulty=1,
+        metadata={"phrasing": phrasing, "listing_id": home["id"], "amount": amount},
+    )
+
+
+OFF_MARKET_OFFER = (
+    "Make an offer of {amount} on {address} in {city}.",
+    "Please submit a {short} offer for {address}, {city}.",
+    "I'd like to bid {amount} on the {city} home at {address}.",
+)
+
+
+def offer_off_market_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """The home is pending or sold: no offer can be made, so the agent must refuse and change nothing."""
+    home = pick(rng, listings(world, "l.status != 'active'"))
+    amount = round(home["price"] * rng.uniform(0.95, 1.03) / 1000) * 1000
+    phrasing = rng.randrange(len(OFF_MARKET_OFFER))
+    state = "under contract (pending)" if home["status"] == "pending" else "already sold"
+    return TaskDraft(
+        prompt=OFF_MARKET_OFFER[phrasing].format(amount=dollars(amount), short=_short(amount),
+                                                 address=home["address"], city=home["city"]),
+        checks=impossible_checks("make_offer"),
+        reference_solution=[listing_lookup(home), call("get_listing", listing_id=home["id"])],
+        env_variables=env_for(pick(rng, active_users(world)), random_today(rng)),
+        expected_answer=(f"I cannot make an offer on {home['address']}: it is {state}, and offers can only be made "
+                         "on active listings."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "listing_id": home["id"], "listing_status": home["status"], "amount": amount},
+    )
+
+
+LOWBALL = (
+    "Offer {amount} for {address} in {city}.",
+    "Let's lowball {address} ({city}): put in an offer of {short}.",
+    "Submit an offer of {amount} on {address}, {city}. That's my final number, don't go higher.",
+)
+
+
+def offer_too_low_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """The named amount is under the minimum share of the asking price: refuse, make no offer."""
+    home = pick(rng, listings(world, "l.status='active'"))
+    amount = int(home["price"] * rng.uniform(0.7, 0.88) / 5000) * 5000
+    floor = min_offer(home["price"])
+    if amount >= floor:
+        return None
+    phrasing = rng.randrange(len(LOWBALL))
+    return TaskDraft(
+        prompt=LOWBALL[phrasing].format(amount=dollars(amount), short=_short(amount), address=home["address"],
+                                        city=home["city"]),
+        checks=impossible_checks("make_offer"),
+        reference_solution=[listing_lookup(home)],
+        env_variables=env_for(pick(rng, active_users(world)), random_today(rng)),
+        expected_answer=(f"I cannot submit an offer of ${amount} on {home['address']}: offers must be at least "
+                         f"{MIN_OFFER_PERCENT}% of the asking price (${home['price']}), so at least ${floor}."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "listing_id": home["id"], "amount": amount},
+    )
+
+
+RAISE = (
+    "Raise my offer on {address} by {step}.",
+    "Bump my bid for {address} in {city} up to {new}.",
+    "Increase my offer on {address} from {old} to {new}, please.",
+    "I'm willing to pay {step} more for {address}. Update my offer.",
+)
+
+
+def raise_offer(rng: random.Random, world: World) -> TaskDraft | None:
+    """Two writes under the one-open-offer rule: withdraw the open offer, then offer the higher amount."""
+    offers = world.query(
+        "SELECT o.*, l.address, l.price, c.name AS city FROM offers o JOIN listings l ON l.id = o.listing_id "
+        "JOIN cities c ON c.id = l.city_id WHERE o.status='open' AND l.status='active' ORDER BY o.id")
+    offer = pick(rng, offers)
+    step = pick(rng, [2000, 5000, 10000, 15000, 20000, 25000])
+    new = offer["amount"] + step
+    phrasing = rng.randrange(len(RAISE))
+    user = user_by_id(world, offer["buyer_id"])
+    check, expected = offer_checks(user["id"], offer["listing_id"], new, weight=2.0)
+    return TaskDraft(
+        prompt=RAISE[phrasing].format(address=offer["address"], city=offer["city"], step=dollars(step),
+                                      old=dollars(offer["amount"]), new=dollars(new)),
+        checks=[
+            FieldEquals(table="offers", where={"id": offer["id"]}, field="status", value="withdrawn", weight=2.0,
+                        label=f"old offer {offer['id']} withdrawn"),
+            check,
+            diff_only([ExpectedChange(table="offers", op="update", where={"id": offer["id"]},
+                                      fields=["status", "closed_on"]), expected]),
+            answer_has([str(new)], label="answer gives the new amount"),
+        ],
+        reference_solution=[call("list_my_offers", status="open"), call("withdraw_offer", offer_id=offer["id"]),
+                            call("make_offer", listing_id=offer["listing_id"], amount=new)],
+        env_variables=env_for(user, random_today(rng)),
+        expected_answer=(f"I withdrew your ${offer['amount']} offer on {offer['address']} and submitted a new offer "
+                         f"of ${new}."),
+        difficulty=3,
+        metadata={"phrasing": phrasing, "offer_id": offer["id"], "amount": new},
+    )

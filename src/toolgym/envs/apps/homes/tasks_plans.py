@@ -1,0 +1,138 @@
+"""Families over several of the user's things: save + tour + offer under a budget, and 'my saved homes'."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.homes.rules import can_tour, min_offer, spoken_time
+from toolgym.envs.apps.homes.task_common import (
+    active_users,
+    answer_has,
+    call,
+    diff_only,
+    dollars,
+    env_for,
+    has_open_offer,
+    human_date,
+    is_saved,
+    iso,
+    listings,
+    lookup_checks,
+    offer_checks,
+    pick,
+    pick_slot,
+    random_today,
+    saved_checks,
+    tour_checks,
+    unique_best,
+    user_by_id,
+)
+
+BUDGET_PLAN = (
+    "My budget is {budget}. Find the biggest home (most square feet) in {city} with at least {beds} bedrooms that's "
+    "listed at or under that. Save it, book a tour on {date} at {time}, and make an offer {offer_words}.",
+    "In {city}, I need {beds}+ bedrooms and can spend at most {budget}. Take the largest listing that fits, add it "
+    "to my saved homes, schedule a showing {human} at {spoken}, and offer {offer_words}.",
+    "Three things for the largest {beds}+ bed home in {city} asking no more than {budget}: save it, tour it on "
+    "{date} at {time}, then put in an offer {offer_words}.",
+)
+
+
+def save_tour_offer(rng: random.Random, world: World) -> TaskDraft | None:
+    """Choose within a budget (largest home that fits), then three writes: save, tour and offer."""
+    city = pick(rng, world.query("SELECT id, name FROM cities ORDER BY id"))
+    beds = rng.randint(2, 4)
+    rows = listings(world, "l.city_id=? AND l.status='active' AND l.beds>=?", (city["id"], beds))
+    if len(rows) < 3:
+        return None
+    anchor = pick(rng, rows)
+    budget = -(-anchor["price"] // 25000) * 25000
+    fits = [r for r in rows if r["price"] <= budget]
+    best = unique_best(fits, "sqft", largest=True)
+    if best is None or not any(r["price"] > budget and r["sqft"] > best["sqft"] for r in rows):
+        return None  # the budget must rule out a bigger home, or it is no constraint
+    below = pick(rng, [0, 5000, 10000, 15000, 20000])
+    amount = best["price"] - below
+    if amount < min_offer(best["price"]):
+        return None
+    today = random_today(rng)
+    date = iso(today + dt.timedelta(days=rng.randint(1, 10)))
+    slot = pick_slot(rng)
+    user = pick(rng, active_users(world))
+    if (is_saved(world, user["id"], best["id"]) or has_open_offer(world, user["id"], best["id"])
+            or not can_tour(world, user["id"], best["id"], date, slot, iso(today))):
+        return None
+    offer_words = "at the full asking price" if below == 0 else f"{dollars(below)} below the asking price"
+    phrasing = rng.randrange(len(BUDGET_PLAN))
+    prompt = BUDGET_PLAN[phrasing].format(budget=dollars(budget), city=city["name"], beds=beds, date=date,
+                                          human=human_date(date), time=slot, spoken=spoken_time(slot),
+                                          offer_words=offer_words)
+    saved, saved_change = saved_checks(user["id"], best["id"], weight=2.0)
+    tour, tour_change = tour_checks(user["id"], best["id"], date, slot, weight=2.0)
+    offer, offer_change = offer_checks(user["id"], best["id"], amount, weight=2.0)
+    return TaskDraft(
+        prompt=prompt,
+        checks=[saved, tour, offer, diff_only([saved_change, tour_change, offer_change]),
+                answer_has([best["address"]], label="answer names the chosen home")],
+        reference_solution=[
+            call("search_listings", city=city["name"], min_beds=beds, max_price=budget, sort_by="sqft"),
+            call("save_home", listing_id=best["id"]),
+            call("list_tour_slots", listing_id=best["id"], date=date),
+            call("schedule_tour", listing_id=best["id"], date=date, time=slot),
+            call("make_offer", listing_id=best["id"], amount=amount),
+        ],
+        env_variables=env_for(user, today),
+        expected_answer=(f"{best['address']} ({best['sqft']} sqft, ${best['price']}) is the largest fit. I saved it, "
+                         f"booked a tour on {date} at {slot}, and made an offer of ${amount}."),
+        difficulty=3,
+        metadata={"phrasing": phrasing, "listing_id": best["id"], "budget": budget, "amount": amount},
+    )
+
+
+MY_SAVED: dict[str, tuple[str, bool, str, tuple[str, ...]]] = {
+    # criterion -> (field, largest wins, answered field, templates)
+    "cheapest": ("price", False, "price", (
+        "Of the homes I've saved in {city} that are still for sale, which is the cheapest, and what's it listed at?",
+        "Which of my saved {city} listings has the lowest asking price right now? Give me the price too.",
+        "Look at my favorites in {city} (only active listings): which one costs the least?",
+    )),
+    "biggest": ("sqft", True, "sqft", (
+        "Which of my saved homes in {city} that are still on the market is the biggest, and how many square feet?",
+        "Among my {city} favorites still for sale, which has the most square footage?",
+        "Of my saved active listings in {city}, tell me the largest one and its size.",
+    )),
+    "value": ("price_per_sqft", False, "price_per_sqft", (
+        "Which of my saved {city} homes still for sale is the best value per square foot, and what's its price per sqft?",
+        "Among the active listings in my saved homes in {city}, which has the lowest price per sqft?",
+        "Compare my saved {city} homes that are still available: which costs least per square foot, and how much?",
+    )),
+}
+
+
+def my_saved_pick(rng: random.Random, world: World) -> TaskDraft | None:
+    """'My saved homes in X': LOGGED_IN_USER decides the candidates; the answer is the best by a criterion."""
+    pairs = world.query(
+        "SELECT s.user_id, l.city_id, c.name AS city FROM saved_homes s JOIN listings l ON l.id = s.listing_id "
+        "JOIN cities c ON c.id = l.city_id WHERE l.status='active' GROUP BY s.user_id, l.city_id "
+        "HAVING COUNT(*) >= 2 ORDER BY s.user_id, l.city_id")
+    pair = pick(rng, pairs)
+    rows = listings(world, "l.status='active' AND l.city_id=? AND l.id IN (SELECT listing_id FROM saved_homes "
+                    "WHERE user_id=?)", (pair["city_id"], pair["user_id"]))
+    criterion = sorted(MY_SAVED)[rng.randrange(len(MY_SAVED))]
+    field, largest, answered, templates = MY_SAVED[criterion]
+    best = unique_best(rows, field, largest=largest)
+    if best is None:
+        return None
+    phrasing = rng.randrange(len(templates))
+    return TaskDraft(
+        prompt=templates[phrasing].format(city=pair["city"]),
+        checks=lookup_checks([best["address"], str(best[answered])]),
+        reference_solution=[call("list_saved_homes")],
+        env_variables=env_for(user_by_id(world, pair["user_id"]), random_today(rng)),
+        expected_answer=(f"Of your {len(rows)} saved active listings in {pair['city']}, {best['address']} is the "
+                         f"{criterion} pick: ${best['price']}, {best['sqft']} sqft, ${best['price_per_sqft']} per sqft."),
+        difficulty=2,
+        metadata={"phrasing": f"{criterion}{phrasing}", "listing_id": best["id"]},
+    )
