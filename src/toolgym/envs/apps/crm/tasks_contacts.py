@@ -1,0 +1,335 @@
+"""Company and contact task families: who owns a record, lifecycle updates, new contacts, reaching out to the
+contact gone quiet longest, a whole new lead (contact + deal + reminder), and the duplicate-email refusal."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.crm.rules import LIFECYCLE_LABELS, LIFECYCLE_STAGES, lifecycle_rank
+from toolgym.envs.apps.crm.task_kit import (
+    NEW_JOB_TITLES,
+    answer_has,
+    any_today,
+    call,
+    companies,
+    contacts,
+    deals,
+    diff_only,
+    env_for,
+    human_date,
+    impossible_checks,
+    iso,
+    lookup_checks,
+    money,
+    name_matches_only_itself,
+    new_person,
+    next_id,
+    pick,
+    sales_users,
+    user_by_id,
+    with_article,
+)
+from toolgym.envs.context import resolve_date
+from toolgym.schema import ExpectedChange, FieldEquals, RowExists
+
+# ---------------------------------------------------------------- lookup: who owns it
+
+OWNER_QUESTIONS = {
+    "company": (
+        "Who owns the {company} account, and which city is the company in?",
+        "Which rep is responsible for {company}? Also tell me where they're based.",
+        "I need the account owner and the city of {company}.",
+    ),
+    "contact": (
+        "Who's the owner of the contact {contact} at {company}? Also give me {first}'s email.",
+        "Which of our reps owns {contact} ({company}), and what's their email address?",
+        "Find {contact} from {company}: I need the contact owner and the email.",
+    ),
+    "deal": (
+        "Who owns the {deal} deal, and what stage is it in?",
+        "Which rep is on {deal}? Tell me its current stage too.",
+        "Look up {deal}: owner and pipeline stage, please.",
+    ),
+}
+
+
+def record_owner(rng: random.Random, world: World) -> TaskDraft | None:
+    """'Who owns X': a company, a contact or a deal, plus one more fact about it."""
+    kind = sorted(OWNER_QUESTIONS)[rng.randrange(len(OWNER_QUESTIONS))]
+    templates = OWNER_QUESTIONS[kind]
+    phrasing = rng.randrange(len(templates))
+    if kind == "company":
+        company = pick(rng, companies(world))
+        if not name_matches_only_itself(world, company):
+            return None
+        prompt = templates[phrasing].format(company=company["name"])
+        values = [company["owner"], company["city"]]
+        solution = [call("search_crm_companies", query=company["name"])]
+        answer = f"{company['name']} is owned by {company['owner']}; the company is in {company['city']}."
+        entity = company["id"]
+    elif kind == "contact":
+        contact = pick(rng, contacts(world))
+        prompt = templates[phrasing].format(contact=contact["name"], company=contact["company"],
+                                            first=contact["first_name"])
+        values = [contact["owner"], contact["email"]]
+        solution = [call("search_crm_contacts", query=contact["name"])]
+        answer = f"{contact['name']} is owned by {contact['owner']}; their email is {contact['email']}."
+        entity = contact["id"]
+    else:
+        deal = pick(rng, deals(world))
+        prompt = templates[phrasing].format(deal=deal["name"])
+        values = [deal["owner"], deal["stage"]]
+        solution = [call("list_deals", query=deal["name"], status="all")]
+        answer = f"{deal['name']} is owned by {deal['owner']} and is in {deal['stage']}."
+        entity = deal["id"]
+    return TaskDraft(
+        prompt=prompt,
+        checks=lookup_checks(values),
+        reference_solution=solution,
+        env_variables=env_for(pick(rng, sales_users(world)), any_today(rng)),
+        expected_answer=answer,
+        difficulty=1,
+        metadata={"phrasing": f"{kind}{phrasing}", "entity_id": entity},
+    )
+
+
+# ---------------------------------------------------------------- write: lifecycle stage
+
+LIFECYCLE = (
+    "Please update {contact} at {company}: their lifecycle stage is now {label}.",
+    "{contact} ({company}) should be {a_label} in the CRM from now on. Update the contact.",
+    "Move the contact {contact} from {company} forward to the lifecycle stage {label}.",
+)
+
+
+def update_lifecycle(rng: random.Random, world: World) -> TaskDraft | None:
+    """A single forward move of a contact's lifecycle stage."""
+    contact = pick(rng, contacts(world, "c.lifecycle_stage != 'evangelist'"))
+    rank = lifecycle_rank(contact["lifecycle_stage"])
+    target = LIFECYCLE_STAGES[rng.randint(rank + 1, min(rank + 3, len(LIFECYCLE_STAGES) - 1))]
+    phrasing = rng.randrange(len(LIFECYCLE))
+    label = LIFECYCLE_LABELS[target]
+    where = {"id": contact["id"]}
+    return TaskDraft(
+        prompt=LIFECYCLE[phrasing].format(contact=contact["name"], company=contact["company"], label=label,
+                                          a_label=with_article(label)),
+        checks=[FieldEquals(table="contacts", where=where, field="lifecycle_stage", value=target, weight=3.0,
+                            label=f"{contact['name']} is {target}"),
+                diff_only([ExpectedChange(table="contacts", op="update", where=where, fields=["lifecycle_stage"])])],
+        reference_solution=[call("search_crm_contacts", query=contact["name"]),
+                            call("update_contact_stage", contact_id=contact["id"], lifecycle_stage=target)],
+        env_variables=env_for(user_by_id(world, contact["owner_id"]), any_today(rng)),
+        expected_answer=f"{contact['name']} is now {with_article(label)} (was {contact['lifecycle_stage']}).",
+        difficulty=1,
+        metadata={"phrasing": phrasing, "contact_id": contact["id"]},
+    )
+
+
+# ---------------------------------------------------------------- write: new contact
+
+ADD_CONTACT = (
+    "Add {name} to the CRM as a contact at {company}: email {email}, job title {title}.",
+    "Create a new contact: {name}, {title} at {company}, {email}. They're {a_label}.",
+    "Please add {company}'s {title}, {name} ({email}), as a contact and make {rep} the owner.",
+)
+
+
+def add_contact(rng: random.Random, world: World) -> TaskDraft | None:
+    """A single insert: a new person at an existing company, with the stage or owner the prompt names."""
+    company = pick(rng, companies(world))
+    person = new_person(rng, world, company["domain"])
+    if person is None:
+        return None
+    first, last, email = person
+    title = pick(rng, NEW_JOB_TITLES)
+    user = pick(rng, sales_users(world))
+    phrasing = rng.randrange(len(ADD_CONTACT))
+    stage, owner, owner_arg = "lead", user, None
+    if phrasing == 1:
+        stage = pick(rng, ["subscriber", "lead", "marketing_qualified_lead", "sales_qualified_lead"])
+    if phrasing == 2:
+        others = [u for u in sales_users(world) if u["id"] != user["id"]]
+        owner = pick(rng, others)
+        owner_arg = owner["username"]
+    name = f"{first} {last}"
+    prompt = ADD_CONTACT[phrasing].format(name=name, company=company["name"], email=email, title=title,
+                                          a_label=with_article(LIFECYCLE_LABELS[stage]), rep=owner["name"])
+    row = {"first_name": first, "last_name": last, "email": email, "company_id": company["id"], "job_title": title,
+           "lifecycle_stage": stage, "owner_id": owner["id"]}
+    arguments = {"first_name": first, "last_name": last, "email": email, "company_id": company["id"],
+                 "job_title": title, "lifecycle_stage": stage}
+    if owner_arg is not None:
+        arguments["owner"] = owner_arg
+    return TaskDraft(
+        prompt=prompt,
+        checks=[RowExists(table="contacts", where=row, count=1, weight=3.0, label=f"contact {name} added"),
+                diff_only([ExpectedChange(table="contacts", op="insert", where={"email": email})])],
+        reference_solution=[call("search_crm_companies", query=company["name"]),
+                            call("create_crm_contact", **arguments)],
+        env_variables=env_for(user, any_today(rng)),
+        expected_answer=(f"Added {name} ({title}, {email}) as {with_article(LIFECYCLE_LABELS[stage])} at {company['name']}, "
+                         f"owned by {owner['name']}."),
+        difficulty=1,
+        metadata={"phrasing": phrasing, "company_id": company["id"]},
+    )
+
+
+# ---------------------------------------------------------------- search -> choose -> write: quietest contact
+
+QUIETEST = (
+    "At {company}, which contact has gone the longest without any logged activity? Set me a reminder for {due} to "
+    "reach out to them.",
+    "Find the {company} contact whose most recent activity is the oldest, and create a reminder on {due} to get back "
+    "in touch with them.",
+    "Remind me on {due} to reconnect with whichever {company} contact has the oldest last activity.",
+)
+
+
+def remind_least_recent_contact(rng: random.Random, world: World) -> TaskDraft | None:
+    """Compare the last activity of a company's contacts; remind me to reach the one gone quiet longest."""
+    company = pick(rng, companies(world))
+    if not name_matches_only_itself(world, company):
+        return None
+    people = world.query(
+        "SELECT c.id, c.first_name || ' ' || c.last_name AS name, (SELECT MAX(a.occurred_on) FROM activities a "
+        "WHERE a.contact_id = c.id) AS last_activity FROM contacts c WHERE c.company_id=? ORDER BY c.id",
+        (company["id"],))
+    if len(people) < 2 or any(p["last_activity"] is None for p in people):
+        return None
+    ordered = sorted(people, key=lambda p: (p["last_activity"], p["id"]))
+    if ordered[0]["last_activity"] == ordered[1]["last_activity"]:
+        return None
+    quiet = ordered[0]
+    today = any_today(rng)
+    due = iso(today + dt.timedelta(days=rng.randint(1, 14)))
+    phrasing = rng.randrange(len(QUIETEST))
+    due_text = due if rng.random() < 0.5 else human_date(due)
+    user = user_by_id(world, company["owner_id"])
+    where = {"contact_id": quiet["id"], "assignee_id": user["id"], "due_date": due, "done": 0,
+             "created_on": iso(today)}
+    return TaskDraft(
+        prompt=QUIETEST[phrasing].format(company=company["name"], due=due_text),
+        checks=[RowExists(table="reminders", where=where, count=1, weight=3.0,
+                          label=f"reminder on {due} about {quiet['name']}"),
+                diff_only([ExpectedChange(table="reminders", op="insert", where={"contact_id": quiet["id"]})]),
+                answer_has([quiet["name"]], label="answer names the chosen contact")],
+        reference_solution=[
+            call("search_crm_contacts", company=company["name"]),
+            call("create_crm_reminder", title=f"Reach out to {quiet['name']}", due_date=due, contact_id=quiet["id"]),
+        ],
+        env_variables=env_for(user, today),
+        expected_answer=(f"{quiet['name']} was last contacted on {quiet['last_activity']}, the longest ago at "
+                         f"{company['name']}; I set a reminder for {due} to reach out."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "contact_id": quiet["id"]},
+    )
+
+
+# ---------------------------------------------------------------- multi-step: contact + deal + reminder
+
+NEW_LEAD = (
+    "I just met {name} ({title}) from {company}. Add them as a contact with email {email}, open a deal \"{deal}\" "
+    "for {amount} with them as the contact, closing {close}, and remind me {when} to follow up.",
+    "New lead at {company}: {name}, {title}, {email}. Create the contact, then a {amount} deal called \"{deal}\" "
+    "expected to close on {close} linked to them. Also set a reminder for {when} to send them a proposal.",
+    "Please set up a new opportunity with {company}: contact {name} <{email}> ({title}); deal \"{deal}\", {amount}, "
+    "close date {close}, with {first} as the main contact; and a follow-up reminder for me {when}.",
+)
+WHEN = ("next Friday", "next Friday", "next Monday", "next Wednesday")
+PRODUCTS = ("Annual License", "Enterprise Upgrade", "Support Renewal", "Analytics Add-on", "Onboarding Package",
+            "Pilot Program", "Seat Expansion", "Data Migration", "Training Services", "Security Suite", "API Access",
+            "Multi-year Renewal")
+
+
+def new_lead_with_deal(rng: random.Random, world: World) -> TaskDraft | None:
+    """Three inserts that depend on each other: the contact, a deal pointing at it, and a dated reminder."""
+    company = pick(rng, companies(world))
+    if not name_matches_only_itself(world, company):
+        return None
+    person = new_person(rng, world, company["domain"])
+    if person is None:
+        return None
+    first, last, email = person
+    deal_name = f"{company['name']} - {pick(rng, PRODUCTS)}"
+    if world.one("SELECT 1 AS hit FROM deals WHERE lower(name)=lower(?)", (deal_name,)) is not None:
+        return None
+    title = pick(rng, NEW_JOB_TITLES)
+    amount = rng.randint(8, 90) * 1000
+    today = any_today(rng)
+    close = iso(today + dt.timedelta(days=rng.randint(30, 120)))
+    when = pick(rng, WHEN)
+    due = iso(resolve_date(when, today))
+    user = pick(rng, sales_users(world))
+    me = user["id"]
+    contact_id, deal_id = next_id(world, "contacts"), next_id(world, "deals")
+    name = f"{first} {last}"
+    phrasing = rng.randrange(len(NEW_LEAD))
+    prompt = NEW_LEAD[phrasing].format(name=name, first=first, title=title, company=company["name"], email=email,
+                                       deal=deal_name, amount=money(amount), close=close, when=when)
+    return TaskDraft(
+        prompt=prompt,
+        checks=[
+            RowExists(table="contacts", where={"id": contact_id, "first_name": first, "last_name": last, "email": email,
+                                               "company_id": company["id"], "job_title": title, "owner_id": me},
+                      count=1, weight=2.0, label=f"contact {name} added"),
+            RowExists(table="deals", where={"name": deal_name, "company_id": company["id"], "contact_id": contact_id,
+                                            "amount": amount, "close_date": close, "stage_id": 1, "status": "open",
+                                            "owner_id": me},
+                      count=1, weight=2.0, label=f"deal {deal_name} linked to the new contact"),
+            RowExists(table="reminders", where={"assignee_id": me, "due_date": due, "done": 0, "created_on": iso(today)},
+                      count=1, weight=2.0, label=f"reminder due {due} ({when})"),
+            diff_only([
+                ExpectedChange(table="contacts", op="insert", where={"email": email}),
+                ExpectedChange(table="deals", op="insert", where={"name": deal_name}),
+                ExpectedChange(table="reminders", op="insert", where={"assignee_id": me}),
+            ]),
+        ],
+        reference_solution=[
+            call("search_crm_companies", query=company["name"]),
+            call("create_crm_contact", first_name=first, last_name=last, email=email, company_id=company["id"],
+                 job_title=title),
+            call("create_deal", name=deal_name, company_id=company["id"], amount=amount, close_date=close,
+                 contact_id=contact_id),
+            call("create_crm_reminder", title=f"Follow up with {name}", due_date=when, contact_id=contact_id,
+                 deal_id=deal_id),
+        ],
+        env_variables=env_for(user, today),
+        expected_answer=(f"Added {name} ({email}) at {company['name']}, opened \"{deal_name}\" for {money(amount)} "
+                         f"closing {close} with them as the contact, and set a reminder for {due}."),
+        difficulty=3,
+        metadata={"phrasing": phrasing, "company_id": company["id"], "when": when},
+    )
+
+
+# ---------------------------------------------------------------- impossible: duplicate email
+
+DUPLICATE = (
+    "Add {name} as a new contact at {company} with the email {email}.",
+    "Create a contact for {name} ({title}, {company}); their email is {email}.",
+    "Please put {name} into the CRM under {company}, email {email}.",
+)
+
+
+def duplicate_email_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """The email the user gives already belongs to another contact: emails are unique, so nothing is added."""
+    existing = pick(rng, contacts(world))
+    person = new_person(rng, world, existing["domain"])
+    if person is None:
+        return None
+    first, last, _ = person
+    title = pick(rng, NEW_JOB_TITLES)
+    phrasing = rng.randrange(len(DUPLICATE))
+    name = f"{first} {last}"
+    return TaskDraft(
+        prompt=DUPLICATE[phrasing].format(name=name, company=existing["company"], email=existing["email"], title=title),
+        checks=[*impossible_checks("create_crm_contact"),
+                answer_has([existing["name"]], label="answer names who already has the email")],
+        reference_solution=[call("search_crm_contacts", query=existing["email"])],
+        env_variables=env_for(pick(rng, sales_users(world)), any_today(rng)),
+        expected_answer=(f"I cannot add {name} with {existing['email']}: that email already belongs to "
+                         f"{existing['name']} at {existing['company']}, and contact emails must be unique."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "contact_id": existing["id"]},
+    )

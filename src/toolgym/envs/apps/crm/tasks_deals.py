@@ -1,0 +1,449 @@
+"""Deal task families: the biggest deal of a company, stage moves, close-date and amount changes, picking the
+deal closing soonest, stepping a deal through the pipeline, winning one, and the moves the rules forbid."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.crm.rules import (
+    LAST_OPEN_POSITION,
+    LIFECYCLE_STAGES,
+    LOST_STAGE,
+    WON_STAGE,
+    lifecycle_rank,
+)
+from toolgym.envs.apps.crm.task_kit import (
+    answer_has,
+    any_today,
+    call,
+    companies,
+    day_of,
+    deals,
+    diff_only,
+    env_for,
+    human_date,
+    impossible_checks,
+    iso,
+    lookup_checks,
+    money,
+    name_matches_only_itself,
+    pick,
+    sales_users,
+    stage_names,
+    today_before,
+    unique_best,
+    user_by_id,
+)
+from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
+
+# ---------------------------------------------------------------- lookup: biggest open deal
+
+BIGGEST_DEAL = {
+    ("stage", "owner"): (
+        "What's the biggest open deal we have with {company}? I need its name, its stage and who owns it.",
+        "Which open deal at {company} is worth the most? Tell me what stage it's in and who owns it.",
+        "{company}: find the largest deal that is still open, and give me its stage and its owner.",
+    ),
+    ("close_date", "contact"): (
+        "What's our largest open deal with {company}, when is it expected to close, and who is the contact on it?",
+        "Find the open {company} deal with the highest amount. I need its close date and its main contact.",
+        "Of the deals still open at {company}, which is the biggest? Give me its expected close date and contact.",
+    ),
+}
+
+
+def biggest_open_deal(rng: random.Random, world: World) -> TaskDraft | None:
+    """Look a company up and compare the amounts of its open deals; answer two facts about the biggest one."""
+    company = pick(rng, companies(world))
+    if not name_matches_only_itself(world, company):
+        return None
+    open_deals = deals(world, "d.company_id=? AND d.status='open'", (company["id"],))
+    best = unique_best(open_deals, "amount", largest=True)
+    if best is None or len(open_deals) < 2:
+        return None
+    asked = sorted(BIGGEST_DEAL)[rng.randrange(len(BIGGEST_DEAL))]
+    if "contact" in asked and best["contact"] is None:
+        return None
+    templates = BIGGEST_DEAL[asked]
+    phrasing = rng.randrange(len(templates))
+    facts = {"stage": best["stage"], "owner": best["owner"], "close_date": best["close_date"],
+             "contact": best["contact"]}
+    contact = f", with {best['contact']} as the contact" if best["contact"] else ""
+    return TaskDraft(
+        prompt=templates[phrasing].format(company=company["name"]),
+        checks=lookup_checks([best["name"], *(facts[k] for k in asked)]),
+        reference_solution=[call("search_crm_companies", query=company["name"]),
+                            call("get_crm_company", company_id=company["id"])],
+        env_variables=env_for(pick(rng, sales_users(world)), any_today(rng)),
+        expected_answer=(f"The biggest open deal with {company['name']} is {best['name']} ({money(best['amount'])}), "
+                         f"in {best['stage']}, owned by {best['owner']}, closing {best['close_date']}{contact}."),
+        difficulty=1,
+        metadata={"phrasing": "-".join(asked) + str(phrasing), "deal_id": best["id"]},
+    )
+
+
+# ---------------------------------------------------------------- write: move one stage or mark lost
+
+ADVANCE = (
+    "Move the {deal} deal to the next stage.",
+    "{deal} has progressed: move it to {next}.",
+    "Advance {deal} by one stage in the pipeline.",
+)
+MARK_LOST = (
+    "Mark {deal} as lost; {reason}.",
+    "We lost the {deal} deal. Reason: {reason}. Please close it as lost.",
+    "{deal} is dead, {reason}. Set it to Closed Lost.",
+)
+LOST_PHRASES = {
+    "price": "they said we're too expensive",
+    "competitor": "they signed with a competitor",
+    "no_budget": "they have no budget for it",
+    "timing": "the timing is wrong for them",
+    "no_decision": "they never made a decision",
+}
+
+
+def deal_stage_update(rng: random.Random, world: World) -> TaskDraft | None:
+    """A single write on an open deal named in the prompt: one stage forward, or Closed Lost with a reason."""
+    deal = pick(rng, deals(world, "d.status='open'"))
+    today = today_before(rng, deal["close_date"])
+    if today is None:
+        return None
+    names = stage_names(world)
+    lost = rng.random() < 0.4
+    where = {"id": deal["id"]}
+    expected = [ExpectedChange(table="deals", op="update", where=where,
+                               fields=["stage_id", "status", "closed_on", "lost_reason"])]
+    if lost:
+        reason = sorted(LOST_PHRASES)[rng.randrange(len(LOST_PHRASES))]
+        phrasing = rng.randrange(len(MARK_LOST))
+        prompt = MARK_LOST[phrasing].format(deal=deal["name"], reason=LOST_PHRASES[reason])
+        target = next(p for p, n in names.items() if n == LOST_STAGE)
+        checks: list[Check] = [
+            FieldEquals(table="deals", where=where, field="stage_id", value=target, weight=3.0,
+                        label=f"{deal['name']} in {LOST_STAGE}"),
+            FieldEquals(table="deals", where=where, field="status", value="lost", weight=1.0, label="deal is lost"),
+            FieldEquals(table="deals", where=where, field="lost_reason", value=reason, weight=1.0,
+                        label=f"lost reason {reason}"),
+        ]
+        move = call("move_deal_stage", deal_id=deal["id"], stage=LOST_STAGE, lost_reason=reason)
+        answer = f"Marked {deal['name']} as {LOST_STAGE} (reason: {reason}); it was in {deal['stage']}."
+        key = f"lost{phrasing}"
+    else:
+        target = deal["position"] + 1
+        phrasing = rng.randrange(len(ADVANCE))
+        prompt = ADVANCE[phrasing].format(deal=deal["name"], next=names[target])
+        status = "won" if names[target] == WON_STAGE else "open"
+        checks = [
+            FieldEquals(table="deals", where=where, field="stage_id", value=target, weight=3.0,
+                        label=f"{deal['name']} in {names[target]}"),
+            FieldEquals(table="deals", where=where, field="status", value=status, weight=1.0,
+                        label=f"deal is {status}"),
+        ]
+        move = call("move_deal_stage", deal_id=deal["id"], stage=names[target])
+        answer = f"Moved {deal['name']} from {deal['stage']} to {names[target]}."
+        key = f"next{phrasing}"
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, diff_only(expected)],
+        reference_solution=[call("list_deals", query=deal["name"]), move],
+        env_variables=env_for(user_by_id(world, deal["owner_id"]), today),
+        expected_answer=answer,
+        difficulty=1,
+        metadata={"phrasing": key, "deal_id": deal["id"]},
+    )
+
+
+# ---------------------------------------------------------------- write: close date or amount
+
+RESCHEDULE = (
+    "Push the close date of {deal} to {date}.",
+    "{deal} is slipping; the new expected close date is {date_h}.",
+    "Update {deal}: it should now close on {date}.",
+)
+REVALUE = (
+    "The {deal} deal is now worth {amount}. Update the amount.",
+    "Change the amount on {deal} to {amount}.",
+    "{deal} grew in scope; set its value to {amount}.",
+)
+
+
+def reschedule_deal(rng: random.Random, world: World) -> TaskDraft | None:
+    """A single field edit on an open deal: a later close date, or a new amount."""
+    deal = pick(rng, deals(world, "d.status='open'"))
+    today = today_before(rng, deal["close_date"])
+    if today is None:
+        return None
+    where = {"id": deal["id"]}
+    if rng.random() < 0.5:
+        new_date = iso(day_of(deal["close_date"]) + dt.timedelta(days=rng.randint(7, 45)))
+        phrasing = rng.randrange(len(RESCHEDULE))
+        prompt = RESCHEDULE[phrasing].format(deal=deal["name"], date=new_date, date_h=human_date(new_date))
+        field, value, key = "close_date", new_date, f"date{phrasing}"
+        answer = f"{deal['name']} now closes on {new_date} (was {deal['close_date']})."
+    else:
+        new_amount = deal["amount"] + rng.choice([-1, 1, 2, 3]) * rng.randint(2, 12) * 1000
+        if new_amount < 1000 or new_amount == deal["amount"]:
+            return None
+        phrasing = rng.randrange(len(REVALUE))
+        prompt = REVALUE[phrasing].format(deal=deal["name"], amount=money(new_amount))
+        field, value, key = "amount", new_amount, f"amount{phrasing}"
+        answer = f"{deal['name']} is now worth {money(new_amount)} (was {money(deal['amount'])})."
+    return TaskDraft(
+        prompt=prompt,
+        checks=[FieldEquals(table="deals", where=where, field=field, value=value, weight=3.0,
+                            label=f"{deal['name']} {field} = {value}"),
+                diff_only([ExpectedChange(table="deals", op="update", where=where, fields=[field])])],
+        reference_solution=[call("list_deals", query=deal["name"]),
+                            call("update_deal", deal_id=deal["id"], **{field: value})],
+        env_variables=env_for(user_by_id(world, deal["owner_id"]), today),
+        expected_answer=answer,
+        difficulty=1,
+        metadata={"phrasing": key, "deal_id": deal["id"]},
+    )
+
+
+# ---------------------------------------------------------------- search -> choose -> write: closing soonest
+
+SOONEST_COMPANY = (
+    "Of {company}'s open deals, find the one that closes soonest and log a call on it: \"{summary}\"",
+    "Which open deal with {company} has the nearest close date? Log a call on that deal with the summary "
+    "\"{summary}\".",
+    "I just called {company} about whichever of their open deals closes first. Log it on that deal: \"{summary}\"",
+)
+SOONEST_MINE = (
+    "Find my open deal with the nearest close date and log a call on it: \"{summary}\"",
+    "Which of my open deals closes soonest? Log a call on it with the summary \"{summary}\".",
+    "I just had a call about my deal that's closing first. Log it on that deal: \"{summary}\"",
+)
+CALL_SUMMARIES = ("Confirmed budget and timeline", "Discussed pricing and next steps", "Reviewed the proposal together",
+                  "Agreed to schedule a follow-up demo", "Answered their security questions",
+                  "Walked through the contract terms")
+
+
+def call_closing_soonest(rng: random.Random, world: World) -> TaskDraft | None:
+    """Among a company's (or my) open deals pick the earliest close date and log a call on that deal."""
+    summary = pick(rng, CALL_SUMMARIES)
+    if rng.random() < 0.5:
+        company = pick(rng, companies(world))
+        if not name_matches_only_itself(world, company):
+            return None
+        pool = deals(world, "d.company_id=? AND d.status='open'", (company["id"],))
+        ordered = sorted(pool, key=lambda d: (d["close_date"], d["id"]))
+        if len(ordered) < 2 or ordered[0]["close_date"] == ordered[1]["close_date"]:
+            return None
+        best = ordered[0]
+        user = user_by_id(world, best["owner_id"])
+        phrasing = rng.randrange(len(SOONEST_COMPANY))
+        prompt = SOONEST_COMPANY[phrasing].format(company=company["name"], summary=summary)
+        lookup = [call("search_crm_companies", query=company["name"]), call("get_crm_company", company_id=company["id"])]
+        key = f"company{phrasing}"
+    else:
+        user = pick(rng, sales_users(world))
+        ordered = sorted(deals(world, "d.owner_id=? AND d.status='open'", (user["id"],)),
+                         key=lambda d: (d["close_date"], d["id"]))
+        if len(ordered) < 2 or ordered[0]["close_date"] == ordered[1]["close_date"]:
+            return None
+        best = ordered[0]
+        phrasing = rng.randrange(len(SOONEST_MINE))
+        prompt = SOONEST_MINE[phrasing].format(summary=summary)
+        lookup = [call("list_deals", owner="me")]
+        key = f"mine{phrasing}"
+    today = today_before(rng, best["close_date"])
+    if today is None:
+        return None
+    me = user["id"]
+    new = {"kind": "call", "deal_id": best["id"], "user_id": me, "occurred_on": iso(today)}
+    return TaskDraft(
+        prompt=prompt,
+        checks=[
+            RowExists(table="activities", where=new, count=1, weight=3.0, label=f"call logged on {best['name']}"),
+            FieldEquals(table="activities", where=new, field="summary", value=summary, weight=1.0,
+                        label="summary as given"),
+            diff_only([ExpectedChange(table="activities", op="insert", where={"deal_id": best["id"]})]),
+            answer_has([best["name"]], label="answer names the chosen deal"),
+        ],
+        reference_solution=[*lookup, call("log_crm_activity", kind="call", summary=summary, deal_id=best["id"])],
+        env_variables=env_for(user, today),
+        expected_answer=(f"{best['name']} closes soonest ({best['close_date']}); I logged the call on it: "
+                         f"\"{summary}\"."),
+        difficulty=2,
+        metadata={"phrasing": key, "deal_id": best["id"]},
+    )
+
+
+# ---------------------------------------------------------------- multi-step: step through stages + meeting
+
+STEPWISE = (
+    "Take {deal} through the pipeline one stage at a time until it reaches {target}, then log a meeting on it: "
+    "\"{summary}\"",
+    "After today's meeting, {deal} belongs in {target}. Move it there stage by stage (no skipping) and log the "
+    "meeting with the summary \"{summary}\".",
+    "Log a meeting on {deal} (\"{summary}\") and advance the deal step by step to {target}.",
+)
+MEETING_SUMMARIES = ("Demo went well, legal review next", "Met the buying committee", "Agreed on scope and pricing",
+                     "Technical deep dive with their IT team", "Executive sponsor meeting")
+
+
+def advance_deal_stepwise(rng: random.Random, world: World) -> TaskDraft | None:
+    """Several moves (two or three stages, one at a time, as the rules require) plus a logged meeting."""
+    deal = pick(rng, deals(world, "d.status='open' AND s.position <= ?", (LAST_OPEN_POSITION - 2,)))
+    steps = rng.randint(2, min(3, LAST_OPEN_POSITION - deal["position"]))
+    today = today_before(rng, deal["close_date"])
+    if today is None:
+        return None
+    names = stage_names(world)
+    target = deal["position"] + steps
+    summary = pick(rng, MEETING_SUMMARIES)
+    phrasing = rng.randrange(len(STEPWISE))
+    me = deal["owner_id"]
+    meeting = {"kind": "meeting", "deal_id": deal["id"], "user_id": me, "occurred_on": iso(today)}
+    moves = [call("move_deal_stage", deal_id=deal["id"], stage=names[p])
+             for p in range(deal["position"] + 1, target + 1)]
+    return TaskDraft(
+        prompt=STEPWISE[phrasing].format(deal=deal["name"], target=names[target], summary=summary),
+        checks=[
+            FieldEquals(table="deals", where={"id": deal["id"]}, field="stage_id", value=target, weight=3.0,
+                        label=f"{deal['name']} in {names[target]}"),
+            RowExists(table="activities", where=meeting, count=1, weight=2.0, label="meeting logged on the deal"),
+            diff_only([ExpectedChange(table="deals", op="update", where={"id": deal["id"]}, fields=["stage_id"]),
+                       ExpectedChange(table="activities", op="insert", where={"deal_id": deal["id"]})]),
+        ],
+        reference_solution=[call("list_deals", query=deal["name"]), *moves,
+                            call("log_crm_activity", kind="meeting", summary=summary, deal_id=deal["id"])],
+        env_variables=env_for(user_by_id(world, me), today),
+        expected_answer=(f"Moved {deal['name']} from {deal['stage']} through "
+                         f"{', '.join(names[p] for p in range(deal['position'] + 1, target + 1))} and logged the "
+                         "meeting."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "deal_id": deal["id"], "steps": steps},
+    )
+
+
+# ---------------------------------------------------------------- multi-step: win a deal
+
+WIN = (
+    "We signed {deal}! Mark it Closed Won, make {contact} a customer, and add a note on the deal: \"{note}\"",
+    "Great news: {company} signed the contract for {deal}. Close the deal as won, update {contact}'s lifecycle "
+    "stage to customer and log a note \"{note}\" on the deal.",
+    "{deal} is won. Please record it as Closed Won, set {contact} to customer, and put a note on the deal: "
+    "\"{note}\"",
+)
+WIN_NOTES = ("Contract signed, kickoff next week", "Signed after final legal review", "PO received, onboarding to start",
+             "Signed a two-year term", "Signed with a 5% multi-year discount", "Countersigned by their CFO today")
+
+
+def win_deal(rng: random.Random, world: World) -> TaskDraft | None:
+    """Three writes that belong together: the deal to Closed Won, its contact to customer, a note on the deal."""
+    pool = [d for d in deals(world, "d.status='open' AND s.position=? AND d.contact_id IS NOT NULL",
+                             (LAST_OPEN_POSITION,))
+            if lifecycle_rank(d["contact_stage"]) < LIFECYCLE_STAGES.index("customer")]
+    deal = pick(rng, pool)
+    today = today_before(rng, deal["close_date"])
+    if today is None:
+        return None
+    names = stage_names(world)
+    won = next(p for p, n in names.items() if n == WON_STAGE)
+    note = pick(rng, WIN_NOTES)
+    phrasing = rng.randrange(len(WIN))
+    me = deal["owner_id"]
+    new_note = {"kind": "note", "deal_id": deal["id"], "user_id": me, "occurred_on": iso(today)}
+    return TaskDraft(
+        prompt=WIN[phrasing].format(deal=deal["name"], contact=deal["contact"], company=deal["company"], note=note),
+        checks=[
+            RowExists(table="deals", where={"id": deal["id"], "stage_id": won, "status": "won", "closed_on": iso(today)},
+                      count=1, weight=3.0, label=f"{deal['name']} won today"),
+            FieldEquals(table="contacts", where={"id": deal["contact_id"]}, field="lifecycle_stage", value="customer",
+                        weight=2.0, label=f"{deal['contact']} is a customer"),
+            RowExists(table="activities", where=new_note, count=1, weight=2.0, label="note logged on the deal"),
+            diff_only([
+                ExpectedChange(table="deals", op="update", where={"id": deal["id"]},
+                               fields=["stage_id", "status", "closed_on"]),
+                ExpectedChange(table="contacts", op="update", where={"id": deal["contact_id"]},
+                               fields=["lifecycle_stage"]),
+                ExpectedChange(table="activities", op="insert", where={"deal_id": deal["id"]}),
+            ]),
+        ],
+        reference_solution=[
+            call("list_deals", query=deal["name"]),
+            call("move_deal_stage", deal_id=deal["id"], stage=WON_STAGE),
+            call("update_contact_stage", contact_id=deal["contact_id"], lifecycle_stage="customer"),
+            call("log_crm_activity", kind="note", summary=note, deal_id=deal["id"]),
+        ],
+        env_variables=env_for(user_by_id(world, me), today),
+        expected_answer=(f"{deal['name']} is now Closed Won, {deal['contact']} is a customer, and the note is logged "
+                         "on the deal."),
+        difficulty=3,
+        metadata={"phrasing": phrasing, "deal_id": deal["id"]},
+    )
+
+
+# ---------------------------------------------------------------- impossible: closed deals stay closed
+
+REOPEN = (
+    "Reopen the {deal} deal and move it back to {stage}.",
+    "{company} wants to talk again about {deal}. Set that deal back to {stage}.",
+    "Change the stage of {deal} to {stage}; it's active again.",
+)
+UNWIN = (
+    "Mark {deal} as lost instead; the customer backed out.",
+    "{deal} fell through after all. Move it to Closed Lost, reason: no budget.",
+    "Please switch {deal} from won to Closed Lost; they never signed.",
+)
+
+
+def reopen_closed_deal(rng: random.Random, world: World) -> TaskDraft | None:
+    """A won or lost deal must not be moved again: reopening it (or un-winning it) is refused."""
+    deal = pick(rng, deals(world, "d.status IN ('won', 'lost')"))
+    names = stage_names(world)
+    if deal["status"] == "won" and rng.random() < 0.35:
+        phrasing = rng.randrange(len(UNWIN))
+        prompt, key = UNWIN[phrasing].format(deal=deal["name"]), f"unwin{phrasing}"
+    else:
+        stage = names[rng.randint(2, LAST_OPEN_POSITION)]
+        phrasing = rng.randrange(len(REOPEN))
+        prompt = REOPEN[phrasing].format(deal=deal["name"], stage=stage, company=deal["company"])
+        key = f"reopen{phrasing}"
+    outcome = "won" if deal["status"] == "won" else "lost"
+    return TaskDraft(
+        prompt=prompt,
+        checks=impossible_checks("move_deal_stage"),
+        reference_solution=[call("list_deals", query=deal["name"], status="all")],
+        env_variables=env_for(user_by_id(world, deal["owner_id"]), any_today(rng)),
+        expected_answer=(f"I cannot change {deal['name']}: it was closed as {outcome} ({deal['stage']}) on "
+                         f"{deal['closed_on']}, and closed deals cannot be reopened or moved."),
+        difficulty=1,
+        metadata={"phrasing": key, "deal_id": deal["id"]},
+    )
+
+
+# ---------------------------------------------------------------- impossible: skipping stages
+
+SKIP = (
+    "Move {deal} straight to {target}, skipping {next}.",
+    "Jump {deal} from {current} directly to {target}; don't take it through the stages in between.",
+    "Put {deal} into {target} in a single step, without going through {next}.",
+)
+
+
+def skip_stage_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """The user explicitly asks to skip stages; the pipeline only moves one stage at a time."""
+    deal = pick(rng, deals(world, "d.status='open' AND s.position <= ?", (LAST_OPEN_POSITION - 1,)))
+    names = stage_names(world)
+    won = next(p for p, n in names.items() if n == WON_STAGE)
+    target = rng.randint(deal["position"] + 2, won)
+    phrasing = rng.randrange(len(SKIP))
+    following = names[deal["position"] + 1]
+    today = today_before(rng, deal["close_date"]) or any_today(rng)
+    return TaskDraft(
+        prompt=SKIP[phrasing].format(deal=deal["name"], target=names[target], next=following, current=deal["stage"]),
+        checks=impossible_checks("move_deal_stage"),
+        reference_solution=[call("list_deals", query=deal["name"])],
+        env_variables=env_for(user_by_id(world, deal["owner_id"]), today),
+        expected_answer=(f"I cannot skip stages: {deal['name']} is in {deal['stage']}, so the only stage it can move "
+                         f"to next is {following}; deals move forward one stage at a time."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "deal_id": deal["id"], "target": names[target]},
+    )
