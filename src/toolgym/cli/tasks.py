@@ -12,6 +12,7 @@ from rich.table import Table
 from toolgym.dataset.build import BuildConfig, build_tasks, leakage
 from toolgym.dataset.manifest import sha256_file, write_manifest
 from toolgym.dataset.table import split_table
+from toolgym.envs import app_names
 from toolgym.schema.jsonl import write_jsonl
 
 app = typer.Typer(no_args_is_help=True)
@@ -23,7 +24,7 @@ def build(
     version: str = typer.Option("v0.2", help="Dataset version: v0.1 has no env_variables, v0.2 has them."),
     out: Path = typer.Option(Path("data/tasks"), help="Output folder for tasks.jsonl and manifest.json."),
     seed: int = typer.Option(7, help="Generator seed; the same seed gives a byte-identical tasks.jsonl."),
-    apps: str = typer.Option("booking,code_host,mail,forum", help="Comma-separated apps."),
+    apps: str = typer.Option("", help="Comma-separated apps (default: every registered app)."),
     tasks_per_family: int = typer.Option(90, help="Tasks drawn from each task family."),
     heldout_envs: str = typer.Option("mail", help="Comma-separated environments used only for evaluation."),
 ) -> None:
@@ -32,7 +33,7 @@ def build(
     config = BuildConfig(
         version=version,
         seed=seed,
-        apps=[a for a in apps.split(",") if a],
+        apps=[a for a in apps.split(",") if a] or app_names(),
         tasks_per_family=tasks_per_family,
         heldout_envs=[e for e in heldout_envs.split(",") if e],
         with_env_variables=version != "v0.1",

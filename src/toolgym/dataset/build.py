@@ -7,7 +7,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
-from toolgym.envs import App, get_app
+from toolgym.envs import App, app_names, get_app
 from toolgym.schema import Task
 
 DEFAULT_HELDOUT_ENVS = ("mail",)
@@ -19,7 +19,7 @@ class BuildConfig:
 
     version: str = "v0.2"
     seed: int = 7
-    apps: list[str] = field(default_factory=lambda: ["booking", "code_host", "mail", "forum"])
+    apps: list[str] = field(default_factory=app_names)
     tasks_per_family: int = 90
     heldout_envs: list[str] = field(default_factory=lambda: list(DEFAULT_HELDOUT_ENVS))
     heldout_task_fraction: float = 0.08
