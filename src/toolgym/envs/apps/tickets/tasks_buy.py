@@ -1,0 +1,406 @@
+"""Purchase task families: a named section, the cheapest or best seats within a budget, and buy-then-transfer."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Any
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.tickets.rules import cheapest_section, find_events, next_seats
+from toolgym.envs.apps.tickets.task_common import (
+    KIND,
+    NOUN,
+    NUMBER_WORDS,
+    answer_has,
+    buyers,
+    call,
+    day_of,
+    diff_only,
+    env_for,
+    human_date,
+    iso,
+    next_order,
+    next_transfer,
+    only_event,
+    other_users,
+    pick,
+    pick_event,
+    pick_today,
+    plural,
+    random_today,
+    relative_day,
+    seats_left_after,
+    sections_of,
+    transfer_checks,
+)
+from toolgym.envs.apps.tickets.task_common import purchase_checks as _purchase_checks
+from toolgym.schema import Check, RowExists
+
+CARD_NAMES = {"visa": "Visa", "mastercard": "Mastercard", "amex": "Amex", "paypal": "PayPal"}
+
+
+def _event_and_today(rng: random.Random, world: World) -> tuple[dict[str, Any], dt.date] | None:
+    """An on-sale event that prompts can name by performer and date, and a CURRENT_DATE before it."""
+    event = pick_event(rng, world, "2026-04-02", "2026-09-30", "on_sale")
+    if not only_event(world, event["performer"], event["date"]):
+        return None
+    today = pick_today(rng, day_of(event["date"]))
+    return (event, today) if today is not None else None
+
+
+def _seat_text(section: dict[str, Any], quantity: int) -> str:
+    return ", ".join(f"row {r} seat {s}" for r, s in next_seats(section, quantity))
+
+
+def _party(count: int) -> str:
+    return plural(count, "ticket")
+
+
+BUY_SECTION = (
+    "Buy {tickets} in {section} for {performer} on {date}{pay}.",
+    "I'd like {tickets} in the {section} section for {title} at {venue} on {human}{pay}.",
+    "Get me {tickets} in {section} for {performer} in {city} on {date}{pay}, please.",
+    "{performer}, {date}, {venue}: book {tickets} in {section}{pay}.",
+)
+
+
+def buy_section_tickets(rng: random.Random, world: World) -> TaskDraft | None:
+    """Find the show, check the section has the seats, buy them (sometimes with a named card)."""
+    picked = _event_and_today(rng, world)
+    if picked is None:
+        return None
+    event, today = picked
+    quantity = rng.choices([1, 2, 3, 4], weights=[2, 4, 2, 2])[0]
+    fits = [s for s in sections_of(world, event["event_id"]) if s["seats_available"] >= quantity]
+    if quantity > event["max_per_order"] or not fits or seats_left_after(world, event["event_id"], quantity) <= 0:
+        return None
+    section = pick(rng, fits)
+    user = pick(rng, buyers(world))
+    card: dict[str, Any] | None = None
+    pay = ""
+    if rng.random() < 0.3:
+        cards = world.query("SELECT * FROM payment_methods WHERE user_id=? ORDER BY id", (user["id"],))
+        usable = [c for c in cards if not c["is_default"] and c["expires"] >= iso(today)[:7]
+                  and sum(1 for o in cards if (o["kind"], o["last4"]) == (c["kind"], c["last4"])) == 1]
+        if not usable:
+            return None
+        card = pick(rng, usable)
+        pay = f", paying with my {CARD_NAMES[card['kind']]} ending in {card['last4']}"
+    phrasing = rng.randrange(len(BUY_SECTION))
+    prompt = BUY_SECTION[phrasing].format(
+        tickets=_party(quantity), section=section["name"], performer=event["performer"], date=event["date"],
+        title=event["title"], venue=event["venue"], human=human_date(event["date"]), city=event["city"], pay=pay)
+    order_id, code = next_order(world)
+    checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id,
+                                        card["id"] if card else None)
+    buy_args: dict[str, Any] = {"event_id": event["event_id"], "section": section["name"], "quantity": quantity}
+    solution = [call("search_events", performer=event["performer"], date=event["date"]),
+                call("get_seat_map", event_id=event["event_id"])]
+    if card is not None:
+        solution.append(call("list_my_ticket_payment_methods"))
+        buy_args["payment_method_id"] = card["id"]
+    solution.append(call("buy_tickets", **buy_args))
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, diff_only(expected), answer_has([code], label="answer gives the order code")],
+        reference_solution=solution,
+        env_variables=env_for(user, today),
+        expected_answer=(f"Bought {_party(quantity)} in {section['name']} for {event['title']} on {event['date']} "
+                         f"({_seat_text(section, quantity)}), ${section['price'] * quantity} in total. "
+                         f"Order code: {code}."),
+        difficulty=2 if card else 1,
+        metadata={"phrasing": f"{phrasing}{'-card' if card else ''}", "event_id": event["event_id"],
+                  "section_id": section["id"]},
+    )
+
+
+EARLIEST_UNDER_BUDGET = (
+    "Buy {tickets} for the earliest {performer} {noun} where I can get them for at most ${budget} each; take the "
+    "cheapest section that has room for all of them.",
+    "I want to catch {performer} as soon as possible, but I won't pay more than ${budget} per ticket. Get "
+    "{tickets} in the cheapest section with enough seats at the first {noun} that fits.",
+    "Find the soonest upcoming {performer} {noun} with {count} seats left in one section at ${budget} or less per "
+    "ticket, and buy {tickets} in the cheapest such section.",
+)
+
+
+def earliest_show_under_budget(rng: random.Random, world: World) -> TaskDraft | None:
+    """Scan a performer's upcoming shows in date order; buy the cheapest fitting section of the first one
+    whose seats fit the per-ticket budget (cancelled, sold-out and too-expensive shows are skipped)."""
+    performer = pick(rng, world.query("SELECT name, category FROM performers ORDER BY id"))
+    today = random_today(rng)
+    quantity = rng.choices([2, 3, 4], weights=[4, 2, 2])[0]
+    upcoming = find_events(world, performer=performer["name"], date_from=iso(today + dt.timedelta(days=1)))
+    if len(upcoming) < 2 or len(upcoming) > 15 or find_events(
+            world, performer=performer["name"], date_from=iso(today), date_to=iso(today)):
+        return None
+    best: list[dict[str, Any] | None] = []
+    for event in upcoming:
+        buyable = event["status"] == "on_sale" and quantity <= event["max_per_order"]
+        best.append(cheapest_section(sections_of(world, event["event_id"]), quantity) if buyable else None)
+    valid = []
+    for index, section in enumerate(best):
+        earlier = [s["price"] for s in best[:index] if s is not None]
+        if section is not None and all(section["price"] < p for p in earlier):
+            valid.append((index, min(earlier) - 1 if earlier else section["price"] + 60))
+    if not valid:
+        return None
+    later = [v for v in valid if v[0] > 0]
+    index, ceiling = pick(rng, later if later and rng.random() < 0.6 else valid)
+    event, section = upcoming[index], best[index]
+    assert section is not None
+    budget = section["price"] + rng.randint(0, ceiling - section["price"])
+    if budget // 5 * 5 >= section["price"]:
+        budget = budget // 5 * 5
+    if seats_left_after(world, event["event_id"], quantity) <= 0:
+        return None
+    user = pick(rng, buyers(world))
+    phrasing = rng.randrange(len(EARLIEST_UNDER_BUDGET))
+    prompt = EARLIEST_UNDER_BUDGET[phrasing].format(
+        tickets=_party(quantity), performer=performer["name"], noun=NOUN[performer["category"]], budget=budget,
+        count=quantity)
+    order_id, code = next_order(world)
+    checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id)
+    looked = [call("get_seat_map", event_id=e["event_id"]) for e in upcoming[:index + 1] if e["status"] == "on_sale"]
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, diff_only(expected), answer_has([code], label="answer gives the order code")],
+        reference_solution=[call("search_events", performer=performer["name"]), *looked,
+                            call("buy_tickets", event_id=event["event_id"], section=section["name"],
+                                 quantity=quantity)],
+        env_variables=env_for(user, today),
+        expected_answer=(f"The earliest {performer['name']} {NOUN[performer['category']]} within ${budget} per ticket "
+                         f"is {event['title']} on {event['date']} at {event['venue']}. Bought {_party(quantity)} in "
+                         f"{section['name']} at ${section['price']} each (${section['price'] * quantity} total). "
+                         f"Order code: {code}."),
+        difficulty=3 if index > 0 else 2,
+        metadata={"phrasing": phrasing, "event_id": event["event_id"], "section_id": section["id"],
+                  "skipped_shows": index, "budget": budget},
+    )
+
+
+BEST_WITHIN_BUDGET = (
+    "I have ${total} to spend on {tickets} for {performer} on {date}. Buy the best seats that fit: the priciest "
+    "section where the {count} tickets together stay within that.",
+    "Get {tickets} to {title} on {human}, no more than ${total} altogether. Pick the most expensive section that "
+    "fits the budget.",
+    "Budget: ${total} total for {count} seats at {performer} ({venue}, {date}). Upgrade as far as the budget allows "
+    "and buy them.",
+)
+
+
+def best_section_within_budget(rng: random.Random, world: World) -> TaskDraft | None:
+    """The most expensive section whose price for the whole party fits a total budget and has the seats."""
+    picked = _event_and_today(rng, world)
+    if picked is None:
+        return None
+    event, today = picked
+    quantity = rng.choice([2, 2, 3, 4])
+    sections = sections_of(world, event["event_id"])
+    fits = [s for s in sections if s["seats_available"] >= quantity]
+    if quantity > event["max_per_order"] or len(fits) < 2:
+        return None
+    index = rng.randrange(len(fits) - 1)
+    section, pricier = fits[index], fits[index + 1]
+    low, high = section["price"] * quantity, pricier["price"] * quantity - 1
+    total = low + rng.randint(0, high - low)
+    if total // 10 * 10 >= low:
+        total = total // 10 * 10
+    if seats_left_after(world, event["event_id"], quantity) <= 0:
+        return None
+    skipped = [s for s in sections if s["seats_available"] < quantity and section["price"] < s["price"]
+               and s["price"] * quantity <= total]
+    user = pick(rng, buyers(world))
+    phrasing = rng.randrange(len(BEST_WITHIN_BUDGET))
+    prompt = BEST_WITHIN_BUDGET[phrasing].format(
+        total=total, tickets=_party(quantity), count=quantity, performer=event["performer"], date=event["date"],
+        title=event["title"], human=human_date(event["date"]), venue=event["venue"])
+    order_id, code = next_order(world)
+    checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id)
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, diff_only(expected), answer_has([code], label="answer gives the order code")],
+        reference_solution=[call("search_events", performer=event["performer"], date=event["date"]),
+                            call("get_seat_map", event_id=event["event_id"]),
+                            call("buy_tickets", event_id=event["event_id"], section=section["name"],
+                                 quantity=quantity)],
+        env_variables=env_for(user, today),
+        expected_answer=(f"Bought {_party(quantity)} in {section['name']} (${section['price']} each, "
+                         f"${section['price'] * quantity} of your ${total}) for {event['title']} on {event['date']}. "
+                         f"Order code: {code}."),
+        difficulty=3 if skipped else 2,
+        metadata={"phrasing": phrasing, "event_id": event["event_id"], "section_id": section["id"], "budget": total},
+    )
+
+
+BUY_AND_TRANSFER = (
+    "Buy {tickets} in the cheapest section that has room for all of them for {performer} on {date}, then send "
+    "{give} of them to my friend {friend_name} (username {friend}).",
+    "Get {count} seats for {title} on {human}, in the cheapest section that still has {count} left, and transfer "
+    "{give} to {friend}.",
+    "{friend_name} and I are going to {performer} on {date}. Buy 2 of the cheapest tickets that are together in "
+    "one section and send one to them (their username is {friend}).",
+)
+
+
+def buy_and_transfer(rng: random.Random, world: World) -> TaskDraft | None:
+    """Two writes that depend on each other: buy N in the cheapest fitting section, then transfer K of them."""
+    picked = _event_and_today(rng, world)
+    if picked is None:
+        return None
+    event, today = picked
+    phrasing = rng.randrange(len(BUY_AND_TRANSFER))
+    if phrasing == 2:
+        quantity, give = 2, 1
+    else:
+        quantity = rng.choice([2, 3, 4])
+        give = rng.randint(1, quantity - 1)
+    section = cheapest_section(sections_of(world, event["event_id"]), quantity)
+    if quantity > event["max_per_order"] or section is None:
+        return None
+    if seats_left_after(world, event["event_id"], quantity) <= 0:
+        return None
+    user = pick(rng, buyers(world))
+    friend = pick(rng, other_users(world, [user["id"]]))
+    prompt = BUY_AND_TRANSFER[phrasing].format(
+        tickets=_party(quantity), count=quantity, performer=event["performer"], date=event["date"],
+        title=event["title"], human=human_date(event["date"]), give=give, friend=friend["username"],
+        friend_name=friend["name"])
+    order_id, code = next_order(world)
+    transfer_id, transfer = next_transfer(world)
+    checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id, weight=2.0)
+    sent_checks, sent_expected = transfer_checks(order_id, user["id"], friend, give, transfer_id)
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, *sent_checks, diff_only(expected + sent_expected),
+                answer_has([code, transfer], label="answer gives the order and transfer codes")],
+        reference_solution=[
+            call("search_events", performer=event["performer"], date=event["date"]),
+            call("get_seat_map", event_id=event["event_id"]),
+            call("buy_tickets", event_id=event["event_id"], section=section["name"], quantity=quantity),
+            call("transfer_tickets", order_code=code, to_username=friend["username"], quantity=give),
+        ],
+        env_variables=env_for(user, today),
+        expected_answer=(f"Bought {_party(quantity)} in {section['name']} for {event['title']} on {event['date']} "
+                         f"(order {code}, ${section['price'] * quantity}) and sent {give} to {friend['name']} "
+                         f"(transfer {transfer}, pending until they accept)."),
+        difficulty=3,
+        metadata={"phrasing": phrasing, "event_id": event["event_id"], "section_id": section["id"],
+                  "friend": friend["username"]},
+    )
+
+
+SPLIT = (
+    "Buy {count} tickets in {section} for {performer} on {date}. Send {k1} to {f1_name} ({f1}) and {k2} to "
+    "{f2_name} ({f2}); I keep the rest.",
+    "I'm taking friends to {title} on {human}: get {count} {section} seats, transfer {k1} to {f1} and {k2} to "
+    "{f2}, and keep {keep} for me.",
+    "{section}, {count} tickets, {performer} on {date}. Then split them: {k1} for {f1_name} (username {f1}), "
+    "{k2} for {f2_name} (username {f2}), the rest stay with me.",
+)
+
+
+def split_between_friends(rng: random.Random, world: World) -> TaskDraft | None:
+    """Buy one order and hand out parts of it to two friends, keeping the remainder."""
+    picked = _event_and_today(rng, world)
+    if picked is None:
+        return None
+    event, today = picked
+    k1, k2, keep = rng.randint(1, 2), rng.randint(1, 2), rng.randint(1, 2)
+    quantity = k1 + k2 + keep
+    fits = [s for s in sections_of(world, event["event_id"]) if s["seats_available"] >= quantity]
+    if quantity > event["max_per_order"] or not fits:
+        return None
+    if seats_left_after(world, event["event_id"], quantity) <= 0:
+        return None
+    section = pick(rng, fits)
+    user = pick(rng, buyers(world))
+    first = pick(rng, other_users(world, [user["id"]]))
+    second = pick(rng, other_users(world, [user["id"], first["id"]]))
+    phrasing = rng.randrange(len(SPLIT))
+    prompt = SPLIT[phrasing].format(
+        count=quantity, section=section["name"], performer=event["performer"], date=event["date"],
+        title=event["title"], human=human_date(event["date"]), k1=k1, k2=k2, keep=keep, f1=first["username"],
+        f2=second["username"], f1_name=first["name"], f2_name=second["name"])
+    order_id, code = next_order(world)
+    checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id, weight=2.0)
+    first_checks, first_expected = transfer_checks(order_id, user["id"], first, k1, 0)
+    second_checks, second_expected = transfer_checks(order_id, user["id"], second, k2, 0)
+    split: list[Check] = [
+        first_checks[0], second_checks[0],  # the ticket checks by transfer id would depend on the call order
+        RowExists(table="tickets", where={"order_id": order_id, "status": "transfer_pending"}, count=k1 + k2,
+                  weight=1.0, label=f"{k1 + k2} tickets pending transfer"),
+        RowExists(table="tickets", where={"order_id": order_id, "status": "valid", "holder_id": user["id"]},
+                  count=keep, weight=1.0, label=f"{keep} ticket(s) kept"),
+    ]
+    codes = [next_transfer(world, 1)[1], next_transfer(world, 2)[1]]
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, *split, diff_only(expected + first_expected + second_expected),
+                answer_has([code], label="answer gives the order code")],
+        reference_solution=[
+            call("search_events", performer=event["performer"], date=event["date"]),
+            call("get_seat_map", event_id=event["event_id"]),
+            call("buy_tickets", event_id=event["event_id"], section=section["name"], quantity=quantity),
+            call("transfer_tickets", order_code=code, to_username=first["username"], quantity=k1),
+            call("transfer_tickets", order_code=code, to_username=second["username"], quantity=k2),
+        ],
+        env_variables=env_for(user, today),
+        expected_answer=(f"Bought {quantity} tickets in {section['name']} for {event['title']} on {event['date']} "
+                         f"(order {code}). Sent {k1} to {first['name']} (transfer {codes[0]}) and {k2} to "
+                         f"{second['name']} (transfer {codes[1]}); you keep {keep}."),
+        difficulty=3,
+        metadata={"phrasing": phrasing, "event_id": event["event_id"], "section_id": section["id"]},
+    )
+
+
+CHEAPEST_ON_DAY = (
+    "Get me {tickets_words} for the {kind} in {city} {when}, the cheapest ones available.",
+    "There's a {kind} in {city} {when}, right? Buy {tickets} in the cheapest section that still has {count} seats.",
+    "{When} I'm in {city} and want to see the {kind} there. Book {tickets} at the lowest price.",
+)
+
+
+def buy_cheapest_relative_day(rng: random.Random, world: World) -> TaskDraft | None:
+    """'The comedy show in Denver tomorrow': CURRENT_DATE fixes the day, then the cheapest fitting section."""
+    groups = world.query(
+        "SELECT v.city, p.category, e.date, MIN(e.id) AS event_id FROM events e JOIN venues v ON v.id = e.venue_id "
+        "JOIN performers p ON p.id = e.performer_id GROUP BY v.city, p.category, e.date HAVING COUNT(*) = 1 "
+        "ORDER BY v.city, p.category, e.date")
+    group = pick(rng, groups)
+    relative = relative_day(rng, day_of(group["date"]))
+    if relative is None:
+        return None
+    when, argument, today = relative
+    event = find_events(world, city=group["city"], category=group["category"], date_from=group["date"],
+                        date_to=group["date"])[0]
+    quantity = rng.choices([1, 2, 3, 4], weights=[2, 4, 2, 1])[0]
+    section = cheapest_section(sections_of(world, event["event_id"]), quantity)
+    if event["status"] != "on_sale" or quantity > event["max_per_order"] or section is None:
+        return None
+    if seats_left_after(world, event["event_id"], quantity) <= 0:
+        return None
+    user = pick(rng, buyers(world))
+    phrasing = rng.randrange(len(CHEAPEST_ON_DAY))
+    prompt = CHEAPEST_ON_DAY[phrasing].format(
+        tickets=_party(quantity), count=quantity, kind=KIND[group["category"]], city=group["city"], when=when,
+        When=when[0].upper() + when[1:],
+        tickets_words="a ticket" if quantity == 1 else f"{NUMBER_WORDS[quantity]} tickets")
+    order_id, code = next_order(world)
+    checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id)
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, diff_only(expected), answer_has([code], label="answer gives the order code")],
+        reference_solution=[
+            call("search_events", city=group["city"], category=group["category"], date=argument),
+            call("get_seat_map", event_id=event["event_id"]),
+            call("buy_tickets", event_id=event["event_id"], section=section["name"], quantity=quantity),
+        ],
+        env_variables=env_for(user, today),
+        expected_answer=(f"{event['title']} is at {event['venue']} on {event['date']} at {event['start_time']}. "
+                         f"Bought {_party(quantity)} in {section['name']} at ${section['price']} each. "
+                         f"Order code: {code}."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "when": when, "event_id": event["event_id"], "section_id": section["id"]},
+    )

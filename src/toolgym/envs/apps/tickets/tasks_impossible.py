@@ -1,0 +1,163 @@
+"""Impossible task families: seats that are not there, orders over the ticket limit, refunds of live events."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.tickets.task_common import (
+    FIRST_DAY,
+    LAST_DAY,
+    NOUN,
+    buyers,
+    call,
+    day_of,
+    env_for,
+    human_date,
+    impossible_checks,
+    only_event,
+    pick,
+    pick_event,
+    pick_today,
+    plural,
+    sections_of,
+    user_by_id,
+)
+from toolgym.envs.apps.tickets.tasks_mine import pick_order
+
+SECTION_SHORT = (
+    "Buy {tickets} in {section} for {performer} on {date}.",
+    "I need {tickets} in the {section} section for {title} on {human}. Please book them.",
+    "Get {count} {section} seats for {performer} at {venue} on {date}.",
+)
+EVENT_UNAVAILABLE = (
+    "Get me {tickets} for {performer} on {date}, any section.",
+    "Book {tickets} for {title} at {venue} on {human}.",
+    "I'd like {count} seats for the {performer} {noun} on {date}, whatever is cheapest.",
+)
+
+
+def unavailable_seats_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """The section is short of seats, or the event is sold out, cancelled or already over: nothing to buy."""
+    variant = rng.choice(["section", "sold_out", "cancelled", "past"])
+    status = {"section": "on_sale", "sold_out": "sold_out", "cancelled": "cancelled", "past": "on_sale"}[variant]
+    event = pick_event(rng, world, "2026-03-01", "2026-09-30", status)
+    if not only_event(world, event["performer"], event["date"]):
+        return None
+    day = day_of(event["date"])
+    if variant == "past":
+        low = max(FIRST_DAY, day + dt.timedelta(days=1))
+        if low > LAST_DAY:
+            return None
+        today = low + dt.timedelta(days=rng.randint(0, min(30, (LAST_DAY - low).days)))
+    else:
+        picked_day = pick_today(rng, day)
+        if picked_day is None:
+            return None
+        today = picked_day
+    quantity = rng.choice([2, 2, 3, 4])
+    if quantity > event["max_per_order"]:
+        return None
+    solution = [call("search_events", performer=event["performer"], date=event["date"])]
+    fmt = {"tickets": plural(quantity, "ticket"), "count": quantity, "performer": event["performer"],
+           "date": event["date"], "title": event["title"], "human": human_date(event["date"]),
+           "venue": event["venue"], "noun": NOUN[event["category"]]}
+    if variant == "section":
+        short = [s for s in sections_of(world, event["event_id"]) if s["seats_available"] < quantity]
+        if not short:
+            return None
+        section = pick(rng, short)
+        left = section["seats_available"]
+        templates = SECTION_SHORT
+        fmt["section"] = section["name"]
+        solution.append(call("get_seat_map", event_id=event["event_id"]))
+        reason = "it is sold out" if left == 0 else f"it has only {plural(left, 'seat')} left"
+        answer = f"I cannot buy {quantity} tickets in {section['name']} for {event['title']} on {event['date']}: {reason}."
+    else:
+        templates = EVENT_UNAVAILABLE
+        reason = {"sold_out": "it is sold out", "cancelled": "the event was cancelled",
+                  "past": f"it already took place (today is {today.isoformat()})"}[variant]
+        answer = f"I cannot buy tickets for {event['title']} on {event['date']}: {reason}."
+    phrasing = rng.randrange(len(templates))
+    return TaskDraft(
+        prompt=templates[phrasing].format(**fmt),
+        checks=impossible_checks("buy_tickets"),
+        reference_solution=solution,
+        env_variables=env_for(pick(rng, buyers(world)), today),
+        expected_answer=answer,
+        difficulty=2,
+        metadata={"phrasing": f"{variant}{phrasing}", "variant": variant, "event_id": event["event_id"],
+                  "quantity": quantity, "section": fmt.get("section")},
+    )
+
+
+OVER_LIMIT = (
+    "Buy {count} tickets in {section} for {performer} on {date}; it's for my whole group.",
+    "I need {count} seats in {section} for {title} on {human}, all in one order.",
+    "Get {count} {section} tickets for {performer} at {venue} on {date}, please.",
+)
+
+
+def over_limit_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """More tickets than the event allows per order, in a section that has the seats: the limit forbids it."""
+    event = pick_event(rng, world, "2026-04-02", "2026-09-30", "on_sale")
+    if not only_event(world, event["performer"], event["date"]):
+        return None
+    today = pick_today(rng, day_of(event["date"]))
+    if today is None:
+        return None
+    quantity = event["max_per_order"] + rng.randint(1, 4)
+    roomy = [s for s in sections_of(world, event["event_id"]) if s["seats_available"] >= quantity]
+    if not roomy:
+        return None
+    section = pick(rng, roomy)
+    phrasing = rng.randrange(len(OVER_LIMIT))
+    prompt = OVER_LIMIT[phrasing].format(
+        count=quantity, section=section["name"], performer=event["performer"], date=event["date"],
+        title=event["title"], human=human_date(event["date"]), venue=event["venue"])
+    return TaskDraft(
+        prompt=prompt,
+        checks=impossible_checks("buy_tickets"),
+        reference_solution=[call("search_events", performer=event["performer"], date=event["date"]),
+                            call("get_seat_map", event_id=event["event_id"])],
+        env_variables=env_for(pick(rng, buyers(world)), today),
+        expected_answer=(f"I cannot buy {quantity} tickets in one order: {event['title']} on {event['date']} allows "
+                         f"at most {event['max_per_order']} tickets per order."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "event_id": event["event_id"], "section": section["name"],
+                  "quantity": quantity},
+    )
+
+
+REFUND_LIVE = (
+    "Refund my tickets for {performer} on {date}.",
+    "I can't go to {title} on {human} anymore. Please refund my order.",
+    "Get me my money back for the {performer} {noun} at {venue} on {date}.",
+    "Please refund order {code}.",
+)
+
+
+def refund_not_cancelled_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """The user wants a refund but the event is still on (or sold out): only cancelled events are refunded."""
+    picked = pick_order(rng, world, "e.status != 'cancelled'", before_event=True)
+    if picked is None:
+        return None
+    order, today = picked
+    phrasing = rng.randrange(len(REFUND_LIVE))
+    prompt = REFUND_LIVE[phrasing].format(
+        performer=order["performer"], date=order["date"], title=order["title"], human=human_date(order["date"]),
+        noun=NOUN[order["category"]], venue=order["venue"], code=order["code"])
+    lookup = (call("get_ticket_order", order_code=order["code"]) if phrasing == len(REFUND_LIVE) - 1
+              else call("list_my_ticket_orders"))
+    state = "sold out but still going ahead" if order["event_status"] == "sold_out" else "still going ahead"
+    return TaskDraft(
+        prompt=prompt,
+        checks=impossible_checks("request_ticket_refund"),
+        reference_solution=[lookup],
+        env_variables=env_for(user_by_id(world, order["user_id"]), today),
+        expected_answer=(f"I cannot refund order {order['code']}: {order['title']} on {order['date']} is {state}, "
+                         "not cancelled, and only orders for cancelled events can be refunded."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "order_id": order["id"], "order_code": order["code"]},
+    )

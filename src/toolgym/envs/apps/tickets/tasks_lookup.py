@@ -1,0 +1,235 @@
+"""Lookup task families: cheapest seats of a show, when/where a performer plays, my orders, a day's events."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Any
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.tickets.rules import find_events
+from toolgym.envs.apps.tickets.task_common import (
+    KIND,
+    KIND_PLURAL,
+    NOUN,
+    buyers,
+    call,
+    day_of,
+    env_for,
+    human_date,
+    iso,
+    lookup_checks,
+    only_event,
+    pick,
+    pick_event,
+    pick_today,
+    plural,
+    random_today,
+    relative_day,
+    sections_of,
+    user_by_id,
+)
+
+CHEAPEST_SECTION = (
+    "What's the cheapest section still available for {performer} at {venue} on {date}, and what does a ticket "
+    "cost there?",
+    "I'm looking at {title} on {human}. Which section has the lowest ticket price with seats left, and how much is it?",
+    "How much is the cheapest ticket I can still buy for {performer} in {city} on {date}? Name the section too.",
+    "{performer}, {date}: what's the least I can pay per ticket, and in which section?",
+)
+
+
+def cheapest_section_lookup(rng: random.Random, world: World) -> TaskDraft | None:
+    """Find one show and read its seat map: the cheapest section that still has seats, and its price."""
+    event = pick_event(rng, world, "2026-04-02", "2026-09-30", "on_sale")
+    if not only_event(world, event["performer"], event["date"]):
+        return None
+    today = pick_today(rng, day_of(event["date"]))
+    if today is None:
+        return None
+    sections = sections_of(world, event["event_id"])
+    available = [s for s in sections if s["seats_available"] > 0]
+    if len(available) < 2:
+        return None
+    best = available[0]
+    phrasing = rng.randrange(len(CHEAPEST_SECTION))
+    prompt = CHEAPEST_SECTION[phrasing].format(
+        performer=event["performer"], venue=event["venue"], date=event["date"], title=event["title"],
+        human=human_date(event["date"]), city=event["city"])
+    return TaskDraft(
+        prompt=prompt,
+        checks=lookup_checks([best["name"], str(best["price"])]),
+        reference_solution=[call("search_events", performer=event["performer"], date=event["date"]),
+                            call("get_seat_map", event_id=event["event_id"])],
+        env_variables=env_for(pick(rng, buyers(world)), today),
+        expected_answer=(f"The cheapest section with seats left for {event['title']} on {event['date']} is "
+                         f"{best['name']} at ${best['price']} per ticket ({best['seats_available']} seats available)."),
+        difficulty=2 if sections[0]["id"] != best["id"] else 1,
+        metadata={"phrasing": phrasing, "event_id": event["event_id"], "section_id": best["id"]},
+    )
+
+
+NEXT_SHOW = (
+    "When and where is {performer} playing next?",
+    "What's the date and venue of the next {performer} {noun}?",
+    "I want to see {performer} live. When's the next {noun}, and where is it?",
+)
+NEXT_SHOW_IN_CITY = (
+    "Is {performer} coming to {city} soon? Tell me the date and the venue.",
+    "When is {performer} next in {city}, and at which venue?",
+)
+
+
+def next_show_lookup(rng: random.Random, world: World) -> TaskDraft | None:
+    """'When/where is X playing (in city)': the first upcoming event of a performer, from CURRENT_DATE."""
+    performer = pick(rng, world.query("SELECT name, category FROM performers ORDER BY id"))
+    today = random_today(rng)
+    in_city = rng.random() < 0.4
+    upcoming = find_events(world, performer=performer["name"], date_from=iso(today + dt.timedelta(days=1)))
+    if in_city:
+        cities = sorted({e["city"] for e in upcoming})
+        if not cities:
+            return None
+        city = pick(rng, cities)
+        upcoming = [e for e in upcoming if e["city"] == city]
+    if not upcoming:
+        return None
+    today_rows = find_events(world, performer=performer["name"], date_from=iso(today), date_to=iso(today))
+    if today_rows or upcoming[0]["status"] == "cancelled":  # "next" would be debatable
+        return None
+    first = upcoming[0]
+    templates = NEXT_SHOW_IN_CITY if in_city else NEXT_SHOW
+    phrasing = rng.randrange(len(templates))
+    prompt = templates[phrasing].format(performer=performer["name"], noun=NOUN[performer["category"]],
+                                        city=first["city"])
+    arguments: dict[str, Any] = {"performer": performer["name"]}
+    if in_city:
+        arguments["city"] = first["city"]
+    return TaskDraft(
+        prompt=prompt,
+        checks=lookup_checks([first["date"], first["venue"]]),
+        reference_solution=[call("search_events", **arguments)],
+        env_variables=env_for(pick(rng, buyers(world)), today),
+        expected_answer=(f"{performer['name']} plays next on {first['date']} at {first['start_time']}: {first['title']} "
+                         f"at {first['venue']} in {first['city']}."),
+        difficulty=1,
+        metadata={"phrasing": f"{'city' if in_city else 'any'}{phrasing}", "event_id": first["event_id"]},
+    )
+
+
+MY_NEXT = (
+    "What's my next event, and where is it?",
+    "When is the next show I have tickets for, and at which venue?",
+    "Which event am I going to next? Give me the date and the venue.",
+)
+MY_SEATS = (
+    "Which section are my {performer} tickets in, and how many do I have?",
+    "How many tickets did I buy for {performer} on {date}, and in what section?",
+)
+MY_CODE = (
+    "What's the order code for my {performer} tickets?",
+    "I need the confirmation code of my order for {title} on {date}.",
+)
+
+
+def _my_upcoming(world: World, user_id: int, today: str) -> list[dict[str, Any]]:
+    """What list_my_ticket_orders(upcoming_only=True) lists, in its order."""
+    return world.query(
+        "SELECT o.id, o.code, o.quantity, o.ordered_on, o.total_price, e.id AS event_id, e.title, e.date, "
+        "e.start_time, e.status AS event_status, p.name AS performer, v.name AS venue, s.name AS section, "
+        "(SELECT COUNT(*) FROM tickets t WHERE t.order_id = o.id AND t.holder_id = o.user_id AND t.status = 'valid') "
+        "AS held FROM orders o JOIN events e ON e.id = o.event_id JOIN performers p ON p.id = e.performer_id "
+        "JOIN venues v ON v.id = e.venue_id JOIN sections s ON s.id = o.section_id "
+        "WHERE o.user_id=? AND e.date>=? AND o.status='confirmed' ORDER BY e.date, e.start_time, o.id",
+        (user_id, today))
+
+
+def my_orders_lookup(rng: random.Random, world: World) -> TaskDraft | None:
+    """'My next event' / 'my X tickets': LOGGED_IN_USER and CURRENT_DATE decide which order is meant."""
+    order = pick(rng, world.query(
+        "SELECT o.id, o.user_id, o.ordered_on, e.date FROM orders o JOIN events e ON e.id = o.event_id "
+        "WHERE o.status='confirmed' AND e.status != 'cancelled' ORDER BY o.id"))
+    today = pick_today(rng, day_of(order["date"]), lead_days=40,
+                       earliest=day_of(order["ordered_on"]) + dt.timedelta(days=1))
+    if today is None:
+        return None
+    mine = _my_upcoming(world, order["user_id"], iso(today))
+    target = next(r for r in mine if r["id"] == order["id"])
+    received = world.query(
+        "SELECT DISTINCT e.date, p.name AS performer FROM tickets t JOIN orders o ON o.id = t.order_id "
+        "JOIN events e ON e.id = o.event_id JOIN performers p ON p.id = e.performer_id "
+        "WHERE t.holder_id=? AND o.user_id != t.holder_id AND e.date>=? ORDER BY e.date",
+        (order["user_id"], iso(today)))
+    if any(r["date"] <= mine[0]["date"] or r["performer"] == target["performer"] for r in received):
+        return None  # tickets friends gave the user would also count as "my" events
+    question = rng.choice(["next", "seats", "code"])
+    if question == "next":
+        first = mine[0]
+        if first["event_status"] == "cancelled" or first["held"] == 0:
+            return None
+        if len(mine) > 1 and (mine[1]["date"], mine[1]["start_time"]) == (first["date"], first["start_time"]):
+            return None
+        templates, values = MY_NEXT, [first["performer"], first["date"], first["venue"]]
+        answer = (f"Your next event is {first['title']} on {first['date']} at {first['start_time']}, at "
+                  f"{first['venue']} (order {first['code']}, {plural(first['quantity'], 'ticket')}).")
+    else:
+        same = [r for r in mine if r["performer"] == target["performer"]]
+        if len(same) != 1:
+            return None
+        if question == "seats":
+            templates, values = MY_SEATS, [target["section"], str(target["quantity"])]
+            answer = (f"You have {plural(target['quantity'], 'ticket')} in {target['section']} for {target['title']} "
+                      f"on {target['date']} (order {target['code']}).")
+        else:
+            templates, values = MY_CODE, [target["code"]]
+            answer = f"Your order for {target['title']} on {target['date']} is {target['code']}."
+    phrasing = rng.randrange(len(templates))
+    prompt = templates[phrasing].format(performer=target["performer"], date=target["date"], title=target["title"])
+    return TaskDraft(
+        prompt=prompt,
+        checks=lookup_checks(values),
+        reference_solution=[call("list_my_ticket_orders", upcoming_only=True)],
+        env_variables=env_for(user_by_id(world, order["user_id"]), today),
+        expected_answer=answer,
+        difficulty=2,
+        metadata={"phrasing": f"{question}{phrasing}", "order_id": target["id"]},
+    )
+
+
+DAY_EVENTS = (
+    "What {kinds} are on in {city} {when}?",
+    "I'm in {city} {when}. Which {kinds} could I go to, and when do they start?",
+    "List the {kinds} in {city} {when}, with their venues.",
+    "Anything happening in {city} {when}? I'm only interested in {kinds}.",
+)
+
+
+def day_events_lookup(rng: random.Random, world: World) -> TaskDraft | None:
+    """'This Saturday's concerts in X': the day comes from CURRENT_DATE, the events from a search."""
+    groups = world.query(
+        "SELECT v.city, p.category, e.date, COUNT(*) AS n FROM events e JOIN venues v ON v.id = e.venue_id "
+        "JOIN performers p ON p.id = e.performer_id GROUP BY v.city, p.category, e.date "
+        "HAVING COUNT(*) <= 3 ORDER BY v.city, p.category, e.date")
+    group = pick(rng, groups)
+    relative = relative_day(rng, day_of(group["date"]))
+    if relative is None:
+        return None
+    when, argument, today = relative
+    events = find_events(world, city=group["city"], category=group["category"], date_from=group["date"],
+                         date_to=group["date"])
+    if any(e["status"] == "cancelled" for e in events):
+        return None
+    phrasing = rng.randrange(len(DAY_EVENTS))
+    prompt = DAY_EVENTS[phrasing].format(kinds=KIND_PLURAL[group["category"]], city=group["city"], when=when)
+    listing = "; ".join(f"{e['title']} at {e['venue']}, {e['start_time']}" for e in events)
+    return TaskDraft(
+        prompt=prompt,
+        checks=lookup_checks([e["performer"] for e in events]),
+        reference_solution=[call("search_events", city=group["city"], category=group["category"], date=argument)],
+        env_variables=env_for(pick(rng, buyers(world)), today),
+        expected_answer=(f"{KIND_PLURAL[group['category']].capitalize()} in {group['city']} on {group['date']}: "
+                         f"{listing}."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "when": when, "kind": KIND[group["category"]],
+                  "event_ids": [e["event_id"] for e in events]},
+    )

@@ -1,0 +1,226 @@
+"""Task families about the logged-in user's own orders and transfers: accept, take back, refund."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Any
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.tickets.task_common import (
+    FIRST_DAY,
+    LAST_DAY,
+    NOUN,
+    answer_has,
+    call,
+    day_of,
+    diff_only,
+    env_for,
+    human_date,
+    pick,
+    plural,
+    user_by_id,
+)
+from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
+
+TRANSFER_ROWS = (
+    "SELECT x.*, e.id AS event_id, e.title, e.date, e.status AS event_status, p.name AS performer, "
+    "p.category, fu.name AS from_name, tu.name AS to_name FROM transfers x JOIN orders o ON o.id = x.order_id "
+    "JOIN events e ON e.id = o.event_id JOIN performers p ON p.id = e.performer_id "
+    "JOIN users fu ON fu.id = x.from_user_id JOIN users tu ON tu.id = x.to_user_id"
+)
+
+
+def _today_between(rng: random.Random, first: dt.date, before: dt.date) -> dt.date | None:
+    """A CURRENT_DATE in the task range, on or after `first` and before `before`."""
+    low, high = max(FIRST_DAY, first), min(LAST_DAY, before - dt.timedelta(days=1))
+    if low > high:
+        return None
+    return low + dt.timedelta(days=rng.randint(0, (high - low).days))
+
+
+def _pending_transfer(rng: random.Random, world: World) -> tuple[dict[str, Any], dt.date] | None:
+    transfer = pick(rng, world.query(f"{TRANSFER_ROWS} WHERE x.status='pending' AND e.status != 'cancelled' "
+                                     "ORDER BY x.id"))
+    today = _today_between(rng, day_of(transfer["created_on"]), day_of(transfer["date"]))
+    return (transfer, today) if today is not None else None
+
+
+def _first(name: str) -> str:
+    return name.split()[0]
+
+
+def _are(count: int) -> str:
+    return "is" if count == 1 else "are"
+
+
+ACCEPT = (
+    "{sender} sent me tickets for {performer}. Please accept them.",
+    "Accept the pending ticket transfer from {sender}.",
+    "I have {tickets} waiting from {sender} for {title} on {date}; accept the transfer for me.",
+    "Can you accept the {performer} tickets {sender_first} transferred to me?",
+)
+
+
+def accept_transfer(rng: random.Random, world: World) -> TaskDraft | None:
+    """Find the pending transfer a named friend sent the user and accept it: the tickets change holder."""
+    picked = _pending_transfer(rng, world)
+    if picked is None:
+        return None
+    transfer, today = picked
+    from_sender = world.query("SELECT id FROM transfers WHERE to_user_id=? AND from_user_id=? AND status='pending' "
+                              "ORDER BY id", (transfer["to_user_id"], transfer["from_user_id"]))
+    if len(from_sender) != 1:
+        return None
+    phrasing = rng.randrange(len(ACCEPT))
+    prompt = ACCEPT[phrasing].format(
+        sender=transfer["from_name"], sender_first=_first(transfer["from_name"]), performer=transfer["performer"],
+        tickets=plural(transfer["ticket_count"], "ticket"), title=transfer["title"], date=transfer["date"])
+    checks: list[Check] = [
+        FieldEquals(table="transfers", where={"id": transfer["id"]}, field="status", value="accepted", weight=3.0,
+                    label=f"transfer {transfer['code']} accepted"),
+        RowExists(table="tickets", where={"transfer_id": transfer["id"], "holder_id": transfer["to_user_id"],
+                                          "status": "valid"}, count=transfer["ticket_count"], weight=1.0,
+                  label="the tickets now belong to the user"),
+    ]
+    expected = [
+        ExpectedChange(table="transfers", op="update", where={"id": transfer["id"]}, fields=["status", "responded_on"]),
+        ExpectedChange(table="tickets", op="update", where={"transfer_id": transfer["id"]},
+                       fields=["holder_id", "status"]),
+    ]
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, diff_only(expected), answer_has([transfer["code"]], label="answer names the transfer")],
+        reference_solution=[call("list_my_ticket_transfers", direction="received", status="pending"),
+                            call("accept_ticket_transfer", transfer_code=transfer["code"])],
+        env_variables=env_for(user_by_id(world, transfer["to_user_id"]), today),
+        expected_answer=(f"Accepted transfer {transfer['code']} from {transfer['from_name']}: "
+                         f"{plural(transfer['ticket_count'], 'ticket')} for {transfer['title']} on {transfer['date']} "
+                         f"{_are(transfer['ticket_count'])} now yours."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "transfer_id": transfer["id"]},
+    )
+
+
+CANCEL_TRANSFER = (
+    "Cancel the ticket transfer I sent to {recipient}.",
+    "{recipient_first} can't make it to {performer} on {date} after all. Take back the tickets I sent them.",
+    "Please revoke my pending transfer of {title} tickets to {recipient}.",
+    "I sent {tickets} to {recipient} by mistake; cancel that transfer.",
+)
+
+
+def cancel_sent_transfer(rng: random.Random, world: World) -> TaskDraft | None:
+    """Find the user's pending transfer to a named person and cancel it: the tickets come back."""
+    picked = _pending_transfer(rng, world)
+    if picked is None:
+        return None
+    transfer, today = picked
+    to_recipient = world.query("SELECT id FROM transfers WHERE from_user_id=? AND to_user_id=? AND status='pending' "
+                               "ORDER BY id", (transfer["from_user_id"], transfer["to_user_id"]))
+    if len(to_recipient) != 1:
+        return None
+    held = world.one("SELECT COUNT(*) AS n FROM tickets WHERE order_id=? AND holder_id=? AND status='valid'",
+                     (transfer["order_id"], transfer["from_user_id"]))
+    assert held is not None
+    phrasing = rng.randrange(len(CANCEL_TRANSFER))
+    prompt = CANCEL_TRANSFER[phrasing].format(
+        recipient=transfer["to_name"], recipient_first=_first(transfer["to_name"]), performer=transfer["performer"],
+        date=transfer["date"], title=transfer["title"], tickets=plural(transfer["ticket_count"], "ticket"))
+    checks: list[Check] = [
+        FieldEquals(table="transfers", where={"id": transfer["id"]}, field="status", value="cancelled", weight=3.0,
+                    label=f"transfer {transfer['code']} cancelled"),
+        RowExists(table="tickets", where={"order_id": transfer["order_id"], "holder_id": transfer["from_user_id"],
+                                          "status": "valid"}, count=held["n"] + transfer["ticket_count"], weight=1.0,
+                  label="the tickets are back with the user"),
+    ]
+    expected = [
+        ExpectedChange(table="transfers", op="update", where={"id": transfer["id"]}, fields=["status", "responded_on"]),
+        ExpectedChange(table="tickets", op="update", where={"order_id": transfer["order_id"]},
+                       fields=["status", "transfer_id"]),
+    ]
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, diff_only(expected), answer_has([transfer["code"]], label="answer names the transfer")],
+        reference_solution=[call("list_my_ticket_transfers", direction="sent", status="pending"),
+                            call("cancel_ticket_transfer", transfer_code=transfer["code"])],
+        env_variables=env_for(user_by_id(world, transfer["from_user_id"]), today),
+        expected_answer=(f"Cancelled transfer {transfer['code']} to {transfer['to_name']}; the "
+                         f"{plural(transfer['ticket_count'], 'ticket')} for {transfer['title']} on {transfer['date']} "
+                         f"{_are(transfer['ticket_count'])} back in your account."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "transfer_id": transfer["id"]},
+    )
+
+
+ORDER_ROWS = (
+    "SELECT o.*, e.title, e.date, e.status AS event_status, p.name AS performer, p.category, v.name AS venue, "
+    "v.city FROM orders o JOIN events e ON e.id = o.event_id JOIN performers p ON p.id = e.performer_id "
+    "JOIN venues v ON v.id = e.venue_id"
+)
+
+
+def pick_order(
+    rng: random.Random, world: World, where: str, before_event: bool = False
+) -> tuple[dict[str, Any], dt.date] | None:
+    """A confirmed order matching `where`, the user's only one for that event, and a CURRENT_DATE after it was
+    placed (and, with `before_event`, before the event)."""
+    order = pick(rng, world.query(f"{ORDER_ROWS} WHERE o.status='confirmed' AND {where} ORDER BY o.id"))
+    same_event = world.query("SELECT id FROM orders WHERE user_id=? AND event_id=? ORDER BY id",
+                             (order["user_id"], order["event_id"]))
+    if len(same_event) != 1:
+        return None
+    low = max(FIRST_DAY, day_of(order["ordered_on"]) + dt.timedelta(days=1))
+    high = min(LAST_DAY, low + dt.timedelta(days=60))
+    if before_event:
+        high = min(high, day_of(order["date"]) - dt.timedelta(days=1))
+    if low > high:
+        return None
+    return order, low + dt.timedelta(days=rng.randint(0, (high - low).days))
+
+
+REFUND = (
+    "The {performer} {noun} on {date} was cancelled. Please get me a refund.",
+    "Request a refund for my tickets to {title} at {venue}; the event got cancelled.",
+    "{performer} cancelled the {city} date on {human}. I want my money back for that order.",
+    "My {performer} tickets for {date} are for a cancelled show. Refund the order, please.",
+    "I bought {tickets} for {title} on {date} and the event was called off. Refund them.",
+    "Please refund order {code}; that {performer} {noun} was cancelled.",
+)
+
+
+def refund_cancelled_event(rng: random.Random, world: World) -> TaskDraft | None:
+    """Find the order for the cancelled show and refund it: the order and all its tickets change status."""
+    picked = pick_order(rng, world, "e.status='cancelled' AND NOT EXISTS (SELECT 1 FROM transfers x "
+                                    "WHERE x.order_id = o.id AND x.status='pending')")
+    if picked is None:
+        return None
+    order, today = picked
+    phrasing = rng.randrange(len(REFUND))
+    prompt = REFUND[phrasing].format(
+        performer=order["performer"], noun=NOUN[order["category"]], date=order["date"], title=order["title"],
+        venue=order["venue"], city=order["city"], human=human_date(order["date"]), code=order["code"],
+        tickets=plural(order["quantity"], "ticket"))
+    lookup = (call("get_ticket_order", order_code=order["code"]) if phrasing == len(REFUND) - 1
+              else call("list_my_ticket_orders"))
+    checks: list[Check] = [
+        FieldEquals(table="orders", where={"id": order["id"]}, field="status", value="refunded", weight=3.0,
+                    label=f"order {order['code']} refunded"),
+        RowExists(table="tickets", where={"order_id": order["id"], "status": "refunded"}, count=order["quantity"],
+                  weight=1.0, label="the order's tickets are void"),
+    ]
+    expected = [
+        ExpectedChange(table="orders", op="update", where={"id": order["id"]}, fields=["status", "refunded_on"]),
+        ExpectedChange(table="tickets", op="update", where={"order_id": order["id"]}, fields=["status"]),
+    ]
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, diff_only(expected),
+                answer_has([order["code"], str(order["total_price"])], label="answer gives the order and amount")],
+        reference_solution=[lookup, call("request_ticket_refund", order_code=order["code"])],
+        env_variables=env_for(user_by_id(world, order["user_id"]), today),
+        expected_answer=(f"Order {order['code']} for {order['title']} on {order['date']} is refunded: "
+                         f"${order['total_price']} goes back to your card."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "order_id": order["id"]},
+    )
