@@ -13,7 +13,6 @@ APP_MODULES: dict[str, str] = {
     "code_host": "toolgym.envs.apps.code_host",
     "mail": "toolgym.envs.apps.mail",
     "forum": "toolgym.envs.apps.forum",
-    "drive": "toolgym.envs.apps.drive",
     "tickets": "toolgym.envs.apps.tickets",
     "homes": "toolgym.envs.apps.homes",
     "crm": "toolgym.envs.apps.crm",
