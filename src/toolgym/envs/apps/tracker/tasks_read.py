@@ -1,0 +1,216 @@
+"""tracker task families that only read: who holds the most urgent ticket, sprint points, linked
+pull requests, and "my tickets due tomorrow"."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.tracker.data import FIRST_TODAY
+from toolgym.envs.apps.tracker.task_kit import (
+    by_priority,
+    common_day,
+    day_in_sprint,
+    day_of,
+    env_vars,
+    gold_call,
+    iso,
+    lookup_checks,
+    members,
+    open_tickets,
+    pick_phrasing,
+    projects,
+    sprint_in,
+    unfinished,
+    unique_top,
+)
+from toolgym.envs.context import WEEKDAYS, resolve_date
+
+DUE_LAST_TODAY = dt.date(2026, 6, 14)
+KIND_WORDS = {"bug": "bug", "story": "story", "task": "task"}
+
+
+def top_priority_assignee(rng: random.Random, world: World) -> TaskDraft | None:
+    """Who is assigned the most urgent open bug/story/task, in the active sprint or the whole project."""
+    project = rng.choice(projects(world))
+    kind = rng.choice(["bug", "bug", "story", "task"])
+    sprint = sprint_in(world, project["id"], "active")
+    assert sprint is not None
+    in_sprint = rng.random() < 0.6
+    if in_sprint:
+        rows = open_tickets(world, project["id"], "type=? AND sprint_id=?", (kind, sprint["id"]))
+    else:
+        rows = open_tickets(world, project["id"], "type=?", (kind,))
+    top = unique_top(rows, by_priority)
+    if top is None or top["assignee"] is None:
+        return None
+    user = rng.choice(members(world, project["id"]))
+    key, word = project["key"], KIND_WORDS[kind]
+    where = f"the active {key} sprint" if in_sprint else f"project {project['name']} ({key})"
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Who is assigned the highest-priority open {word} in {where}? Give me the ticket key too.",
+            f"In {where}, which unfinished {word} has the highest priority, and who is working on it?",
+            f"Find the most urgent {word} that isn't Done yet in {where} and tell me its key and assignee.",
+            f"I need the assignee of the top-priority open {word} in {where} (with the ticket key).",
+        ],
+    )
+    arguments = {"project": key, "type": kind, "status": "open", "sort": "priority"}
+    if in_sprint:
+        arguments["sprint"] = "active"
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, day_in_sprint(rng, sprint)),
+        reference_solution=[gold_call("search_tickets", **arguments)],
+        expected_answer=f"The highest-priority open {word} in {where} is {top['key']} ('{top['summary']}', "
+        f"{top['priority']}); it is assigned to {top['assignee']}.",
+        checks=lookup_checks([top["key"], top["assignee"]]),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "scope": "sprint" if in_sprint else "project"},
+    )
+
+
+def sprint_points(rng: random.Random, world: World) -> TaskDraft | None:
+    """Story points still open (or already done) in the active sprint, or done in a closed sprint."""
+    project = rng.choice(projects(world))
+    key = project["key"]
+    active = sprint_in(world, project["id"], "active")
+    assert active is not None
+    mode = rng.choice(["remaining", "remaining", "done", "closed"])
+    todo = unfinished(world, project["id"])
+    if mode == "closed":
+        sprint = rng.choice(
+            world.query("SELECT * FROM sprints WHERE project_id=? AND state='closed' ORDER BY start_date", (project["id"],))
+        )
+    else:
+        sprint = active
+    rows = world.query("SELECT status, story_points FROM tickets WHERE sprint_id=? ORDER BY id", (sprint["id"],))
+    if mode == "remaining":
+        points = sum(r["story_points"] or 0 for r in rows if r["status"] in todo)
+    else:
+        points = sum(r["story_points"] or 0 for r in rows if r["status"] not in todo)
+    if points == 0:
+        return None
+    user = rng.choice(members(world, project["id"]))
+    name = sprint["name"]
+    if mode == "remaining":
+        phrasings = [
+            f"How many story points are still open in the current {key} sprint?",
+            f"What's the remaining story-point total of the active sprint in {project['name']}?",
+            f"Sum up the story points of the tickets that aren't Done yet in {key}'s current sprint.",
+            f"For the sprint {key} is running now, how many points are left to finish?",
+        ]
+        said = f"{points} story points are still open in {name}."
+    elif mode == "done":
+        phrasings = [
+            f"How many story points has the current {key} sprint completed so far?",
+            f"In the active {project['name']} sprint, what's the total of story points on Done tickets?",
+            f"Tell me how many points the team has finished in {key}'s current sprint.",
+        ]
+        said = f"{points} story points are done in {name}."
+    else:
+        phrasings = [
+            f"How many story points were completed in {name}?",
+            f"What was the finished story-point total of {name}?",
+            f"Add up the story points of the Done tickets in {name}.",
+        ]
+        said = f"{name} completed {points} story points."
+    prompt, phrasing = pick_phrasing(rng, phrasings)
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, day_in_sprint(rng, active)),
+        reference_solution=[gold_call("get_sprint", project=key, sprint="active" if mode != "closed" else name)],
+        expected_answer=said,
+        checks=lookup_checks([str(points)]),
+        difficulty=2,
+        metadata={"phrasing": f"{mode}/{phrasing}", "mode": mode},
+    )
+
+
+def ticket_pull_request(rng: random.Random, world: World) -> TaskDraft | None:
+    """Which code_host pull request a ticket references, and the ticket's status."""
+    ticket = rng.choice(world.query("SELECT * FROM tickets WHERE code_ref IS NOT NULL ORDER BY id"))
+    project_id = ticket["project_id"]
+    user = rng.choice(members(world, project_id))
+    repo, number = ticket["code_ref"].split("#")
+    key = ticket["key"]
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Which pull request is linked to {key}, and what status is the ticket in?",
+            f"{key} references some code: which repository and PR number? Also tell me the ticket's status.",
+            f"Tell me the status of {key} and the pull request it points to.",
+            f"What's the PR behind ticket {key}? I also need to know where the ticket stands.",
+        ],
+    )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, common_day(rng)),
+        reference_solution=[gold_call("get_ticket", key=key)],
+        expected_answer=f"{key} is linked to pull request #{number} in {repo}; the ticket is {ticket['status']}.",
+        checks=lookup_checks([repo, f"#{number}", ticket["status"]]),
+        difficulty=1,
+        metadata={"phrasing": phrasing, "code_ref": ticket["code_ref"]},
+    )
+
+
+def _due_phrase(rng: random.Random, due: dt.date) -> tuple[str, dt.date] | None:
+    """A phrase and a CURRENT_DATE such that the phrase means `due` on that day."""
+    kind = rng.choice(["tomorrow", "tomorrow", "today", "in_days", "next_weekday", "this_weekday"])
+    if kind == "tomorrow":
+        phrase, today = "tomorrow", due - dt.timedelta(days=1)
+    elif kind == "today":
+        phrase, today = "today", due
+    elif kind == "in_days":
+        days = rng.randint(2, 6)
+        phrase, today = f"in {days} days", due - dt.timedelta(days=days)
+    elif kind == "next_weekday":
+        phrase, today = f"next {WEEKDAYS[due.weekday()].capitalize()}", due - dt.timedelta(days=rng.randint(1, 7))
+    else:
+        phrase, today = f"this {WEEKDAYS[due.weekday()].capitalize()}", due - dt.timedelta(days=rng.randint(1, 6))
+    if not FIRST_TODAY <= today <= DUE_LAST_TODAY or resolve_date(phrase, today) != due:
+        return None
+    return phrase, today
+
+
+def my_due_tickets(rng: random.Random, world: World) -> TaskDraft | None:
+    """The logged-in user's unfinished tickets (all projects) due on a relative day."""
+    pairs = world.query(
+        "SELECT t.assignee, t.due_date FROM tickets t JOIN statuses s ON s.project_id = t.project_id "
+        "AND s.name = t.status WHERE s.category != 'done' AND t.assignee IS NOT NULL AND t.due_date IS NOT NULL "
+        "GROUP BY t.assignee, t.due_date ORDER BY t.assignee, t.due_date"
+    )
+    pair = rng.choice(pairs)
+    resolved = _due_phrase(rng, day_of(pair["due_date"]))
+    if resolved is None:
+        return None
+    phrase, today = resolved
+    user = pair["assignee"]
+    tickets = world.query(
+        "SELECT t.key, t.summary FROM tickets t JOIN statuses s ON s.project_id = t.project_id AND s.name = t.status "
+        "WHERE s.category != 'done' AND t.assignee=? AND t.due_date=? ORDER BY t.key",
+        (user, pair["due_date"]),
+    )
+    if len(tickets) > 4:
+        return None
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Which of my open tickets are due {phrase}?",
+            f"What do I have due {phrase}? Only tickets assigned to me that aren't Done.",
+            f"List my unfinished tickets with a due date of {phrase}.",
+            f"Anything assigned to me that's due {phrase} and still open? Give me the keys.",
+        ],
+    )
+    listed = "; ".join(f"{t['key']} ({t['summary']})" for t in tickets)
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, today),
+        reference_solution=[gold_call("search_tickets", assignee="me", due=phrase, status="open")],
+        expected_answer=f"You have {len(tickets)} open ticket(s) due {phrase} ({pair['due_date']}): {listed}.",
+        checks=lookup_checks([t["key"] for t in tickets]),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "phrase": phrase, "due": pair["due_date"], "today": iso(today)},
+    )

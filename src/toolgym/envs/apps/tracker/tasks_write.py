@@ -1,0 +1,408 @@
+"""tracker task families with one or two writes: filing, commenting, estimating, picking up a ticket,
+assigning by a criterion, and logging "my" work on a relative day."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Any
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.tracker.content import PROJECTS, TEMPLATES
+from toolgym.envs.apps.tracker.data import FIRST_TODAY, fill_template
+from toolgym.envs.apps.tracker.rules import PRIORITIES, STORY_POINTS, hours_text, priority_rank
+from toolgym.envs.apps.tracker.task_kit import (
+    COMMENT_TEXTS,
+    WORK_NOTES,
+    by_priority,
+    common_day,
+    day_in_sprint,
+    env_vars,
+    gold_call,
+    iso,
+    members,
+    open_tickets,
+    pick_phrasing,
+    projects,
+    sprint_in,
+    unique_top,
+)
+from toolgym.envs.context import WEEKDAYS, resolve_date
+from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists
+
+AREAS = {key: areas for key, _, _, _, areas in PROJECTS}
+UPDATED = ["updated_at"]
+
+
+def file_ticket(rng: random.Random, world: World) -> TaskDraft | None:
+    """Create a ticket with a type, summary, priority and sometimes points, an assignee or a sprint."""
+    project = rng.choice(projects(world))
+    key = project["key"]
+    kind = rng.choice(["bug", "story", "task"])
+    summary = fill_template(rng, rng.choice(TEMPLATES[kind]), rng.choice(AREAS[key]))
+    if world.one("SELECT 1 FROM tickets WHERE project_id=? AND summary=?", (project["id"], summary)):
+        return None
+    team = members(world, project["id"])
+    user = rng.choice(team)
+    priority = rng.choice(PRIORITIES)
+    points = rng.choice(STORY_POINTS[:6]) if rng.random() < 0.6 else None
+    assignee = rng.choice(team) if rng.random() < 0.5 else None
+    sprint = sprint_in(world, project["id"], rng.choice(["active", "planned"])) if rng.random() < 0.35 else None
+    parts = [f"priority {priority}"]
+    if points is not None:
+        parts.append(f"{points} story points")
+    if assignee is not None:
+        parts.append("assigned to me" if assignee == user else f"assigned to {assignee}")
+    if sprint is not None:
+        parts.append(f"in sprint {sprint['name']}")
+    details = ", ".join(parts)
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Create a {kind} in {key} called '{summary}' — {details}.",
+            f"Please file a new {kind} ticket in the {project['name']} project: '{summary}' ({details}).",
+            f"Open a {key} {kind}: summary '{summary}', {details}.",
+            f"Log this in {project['name']} as a {kind}: '{summary}'. Set {details}.",
+        ],
+    )
+    top = world.one("SELECT MAX(number) AS n FROM tickets WHERE project_id=?", (project["id"],))
+    new_key = f"{key}-{int(top['n']) + 1}"  # type: ignore[index]
+    arguments: dict[str, Any] = {"project": key, "type": kind, "summary": summary, "priority": priority}
+    where = {"project_id": project["id"], "summary": summary}
+    checks: list[Check] = [
+        RowExists(
+            table="tickets",
+            where={**where, "type": kind, "reporter": user, "status": "To Do"},
+            count=1,
+            weight=2,
+            label="ticket created",
+        ),
+        FieldEquals(table="tickets", where=where, field="priority", value=priority, weight=1, label="priority set"),
+    ]
+    if points is not None:
+        arguments["story_points"] = points
+        checks.append(
+            FieldEquals(table="tickets", where=where, field="story_points", value=points, weight=1, label="points set")
+        )
+    if assignee is not None:
+        arguments["assignee"] = assignee
+        checks.append(
+            FieldEquals(table="tickets", where=where, field="assignee", value=assignee, weight=1, label="assignee set")
+        )
+    if sprint is not None:
+        arguments["sprint"] = sprint["name"]
+        checks.append(
+            FieldEquals(table="tickets", where=where, field="sprint_id", value=sprint["id"], weight=1, label="sprint set")
+        )
+    checks.append(
+        DiffOnly(
+            expected=[ExpectedChange(table="tickets", op="insert", where=where)], weight=1, label="only that ticket"
+        )
+    )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, common_day(rng)),
+        reference_solution=[gold_call("create_ticket", **arguments)],
+        expected_answer=f"I created {new_key}: '{summary}' ({kind}, {details}).",
+        checks=checks,
+        difficulty=1,
+        metadata={"phrasing": phrasing, "new_key": new_key},
+    )
+
+
+def comment_on_ticket(rng: random.Random, world: World) -> TaskDraft | None:
+    """Post a given comment on an unfinished ticket."""
+    project = rng.choice(projects(world))
+    ticket = rng.choice(open_tickets(world, project["id"]))
+    user = rng.choice(members(world, project["id"]))
+    text = rng.choice(COMMENT_TEXTS)
+    key = ticket["key"]
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f'Add a comment to {key}: "{text}"',
+            f'Please comment on ticket {key} with exactly: "{text}"',
+            f'Leave this note on {key}: "{text}"',
+            f'On {key}, post the comment "{text}"',
+        ],
+    )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, common_day(rng)),
+        reference_solution=[gold_call("add_comment_to_ticket", key=key, body=text)],
+        expected_answer=f"I added your comment to {key}.",
+        checks=[
+            RowExists(
+                table="comments",
+                where={"ticket_id": ticket["id"], "author": user, "body": text},
+                count=1,
+                weight=2,
+                label="comment posted",
+            ),
+            DiffOnly(
+                expected=[
+                    ExpectedChange(table="comments", op="insert", where={"ticket_id": ticket["id"], "author": user}),
+                    ExpectedChange(table="tickets", op="update", where={"id": ticket["id"]}, fields=UPDATED),
+                ],
+                weight=1,
+                label="only the comment",
+            ),
+        ],
+        difficulty=1,
+        metadata={"phrasing": phrasing},
+    )
+
+
+def estimate_ticket(rng: random.Random, world: World) -> TaskDraft | None:
+    """Set a ticket's story points (and sometimes its priority)."""
+    project = rng.choice(projects(world))
+    rows = [t for t in open_tickets(world, project["id"]) if t["type"] != "epic"]
+    ticket = rng.choice(rows)
+    points = rng.choice([p for p in STORY_POINTS[:6] if p != ticket["story_points"]])
+    priority = rng.choice([p for p in PRIORITIES if p != ticket["priority"]]) if rng.random() < 0.4 else None
+    user = rng.choice(members(world, project["id"]))
+    key = ticket["key"]
+    also = f" and set its priority to {priority}" if priority else ""
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Estimate {key} at {points} story points{also}.",
+            f"We sized {key} in refinement: {points} points. Please update it{also}.",
+            f"Set the story points of {key} to {points}{also}.",
+        ],
+    )
+    arguments: dict[str, Any] = {"key": key, "story_points": points}
+    checks: list[Check] = [
+        FieldEquals(table="tickets", where={"id": ticket["id"]}, field="story_points", value=points, weight=2,
+                    label="points set"),
+    ]
+    if priority:
+        arguments["priority"] = priority
+        checks.append(
+            FieldEquals(table="tickets", where={"id": ticket["id"]}, field="priority", value=priority, weight=1,
+                        label="priority set")
+        )
+    checks.append(
+        DiffOnly(
+            expected=[
+                ExpectedChange(
+                    table="tickets", op="update", where={"id": ticket["id"]},
+                    fields=["story_points", "priority", "updated_at"],
+                )
+            ],
+            weight=1,
+            label="only that ticket's estimate",
+        )
+    )
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, common_day(rng)),
+        reference_solution=[gold_call("update_ticket", **arguments)],
+        expected_answer=f"{key} is now estimated at {points} story points"
+        + (f" with priority {priority}." if priority else "."),
+        checks=checks,
+        difficulty=1,
+        metadata={"phrasing": phrasing},
+    )
+
+
+def take_oldest_bug(rng: random.Random, world: World) -> TaskDraft | None:
+    """Assign the oldest (or most urgent) unassigned open bug of a project, its current sprint or its
+    backlog to me and start it."""
+    project = rng.choice(projects(world))
+    sprint = sprint_in(world, project["id"], "active")
+    assert sprint is not None
+    scope = rng.choice(["project", "project", "sprint", "backlog"])
+    where, params = "type='bug' AND assignee IS NULL", ()
+    if scope == "sprint":
+        where, params = where + " AND sprint_id=?", (sprint["id"],)
+    elif scope == "backlog":
+        where += " AND sprint_id IS NULL"
+    bugs = open_tickets(world, project["id"], where, params)
+    if not bugs:
+        return None
+    oldest = rng.random() < 0.65
+    target = bugs[0] if oldest else unique_top(bugs, by_priority)
+    if target is None or target["status"] != "To Do":
+        return None
+    user = rng.choice(members(world, project["id"]))
+    key = project["key"]
+    which = "oldest" if oldest else "highest-priority"
+    place = {"project": key, "sprint": f"the current {key} sprint", "backlog": f"the {key} backlog"}[scope]
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Grab the {which} unassigned bug in {place}: assign it to me and start working on it.",
+            f"I'll take the {which} open bug in {place} that nobody owns yet — put it on me and move it to In Progress.",
+            f"Find the {which} bug without an assignee in {place}, assign it to me and set it In Progress.",
+            f"Pick up the {which} unassigned bug from {place} for me and start it.",
+        ],
+    )
+    search: dict[str, Any] = {"project": key, "type": "bug", "assignee": "none", "status": "open",
+                              "sort": "created" if oldest else "priority"}
+    if scope != "project":
+        search["sprint"] = "active" if scope == "sprint" else "backlog"
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, day_in_sprint(rng, sprint)),
+        reference_solution=[
+            gold_call("search_tickets", **search),
+            gold_call("assign_ticket", key=target["key"], assignee="me"),
+            gold_call("transition_ticket", key=target["key"], status="In Progress"),
+        ],
+        expected_answer=f"I assigned {target['key']} ('{target['summary']}') to you and moved it to In Progress.",
+        checks=[
+            FieldEquals(table="tickets", where={"id": target["id"]}, field="assignee", value=user, weight=2,
+                        label="assigned to me"),
+            FieldEquals(table="tickets", where={"id": target["id"]}, field="status", value="In Progress", weight=1,
+                        label="started"),
+            DiffOnly(
+                expected=[
+                    ExpectedChange(table="tickets", op="update", where={"id": target["id"]},
+                                   fields=["assignee", "status", "updated_at"])
+                ],
+                weight=1,
+                label="only that ticket",
+            ),
+        ],
+        difficulty=2,
+        metadata={"phrasing": phrasing, "which": which, "scope": scope},
+    )
+
+
+CRITERIA: dict[str, tuple[str, Any]] = {
+    "due": ("is due soonest", lambda t: t["due_date"]),
+    "priority": ("has the highest priority", lambda t: priority_rank(t["priority"])),
+    "points": ("has the biggest estimate", lambda t: -(t["story_points"] or 0)),
+}
+
+
+def assign_in_sprint(rng: random.Random, world: World) -> TaskDraft | None:
+    """Among the unassigned open tickets of the active sprint, assign the one that best fits a criterion."""
+    project = rng.choice(projects(world))
+    sprint = sprint_in(world, project["id"], "active")
+    assert sprint is not None
+    rows = open_tickets(world, project["id"], "sprint_id=? AND assignee IS NULL", (sprint["id"],))
+    criterion = rng.choice(sorted(CRITERIA))
+    phrase, rank = CRITERIA[criterion]
+    if criterion == "due":
+        rows = [r for r in rows if r["due_date"]]
+    if criterion == "points":
+        rows = [r for r in rows if r["story_points"]]
+    if len(rows) < 2:
+        return None
+    target = unique_top(rows, rank)
+    if target is None:
+        return None
+    team = members(world, project["id"])
+    user, assignee = rng.choice(team), rng.choice(team)
+    key = project["key"]
+    who = "me" if assignee == user else assignee
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Of the unassigned tickets in the current {key} sprint, the one that {phrase} should go to {who}.",
+            f"Look at the open, unassigned tickets of {key}'s active sprint and assign whichever {phrase} to {who}.",
+            f"Assign {who} to the unassigned ticket in the active {project['name']} sprint that {phrase}.",
+        ],
+    )
+    sort = {"due": "due", "priority": "priority", "points": "created"}[criterion]
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, day_in_sprint(rng, sprint)),
+        reference_solution=[
+            gold_call("search_tickets", project=key, sprint="active", assignee="none", status="open", sort=sort),
+            gold_call("assign_ticket", key=target["key"], assignee=assignee),
+        ],
+        expected_answer=f"I assigned {target['key']} ('{target['summary']}') to {assignee}.",
+        checks=[
+            FieldEquals(table="tickets", where={"id": target["id"]}, field="assignee", value=assignee, weight=2,
+                        label="right ticket assigned"),
+            DiffOnly(
+                expected=[
+                    ExpectedChange(table="tickets", op="update", where={"id": target["id"]},
+                                   fields=["assignee", "updated_at"])
+                ],
+                weight=1,
+                label="only that assignment",
+            ),
+        ],
+        difficulty=2,
+        metadata={"phrasing": f"{criterion}/{phrasing}", "criterion": criterion},
+    )
+
+
+def _past_phrase(rng: random.Random, today: dt.date) -> tuple[str, dt.date]:
+    kind = rng.choice(["today", "yesterday", "days_ago", "last_weekday"])
+    if kind == "today":
+        phrase = "today"
+    elif kind == "yesterday":
+        phrase = "yesterday"
+    elif kind == "days_ago":
+        phrase = f"{rng.randint(2, 4)} days ago"
+    else:
+        phrase = f"last {WEEKDAYS[rng.randrange(5)].capitalize()}"
+    return phrase, resolve_date(phrase, today)
+
+
+def log_my_work(rng: random.Random, world: World) -> TaskDraft | None:
+    """Log hours on 'my' only In Progress ticket of a project's current sprint, on a relative day."""
+    project = rng.choice(projects(world))
+    sprint = sprint_in(world, project["id"], "active")
+    assert sprint is not None
+    rows = world.query(
+        "SELECT assignee, COUNT(*) AS n FROM tickets WHERE sprint_id=? AND status='In Progress' "
+        "AND assignee IS NOT NULL GROUP BY assignee HAVING n = 1 ORDER BY assignee",
+        (sprint["id"],),
+    )
+    if not rows:
+        return None
+    user = rng.choice(rows)["assignee"]
+    ticket = world.one(
+        "SELECT * FROM tickets WHERE sprint_id=? AND status='In Progress' AND assignee=?", (sprint["id"], user)
+    )
+    assert ticket is not None
+    today = day_in_sprint(rng, sprint)
+    phrase, day = _past_phrase(rng, today)
+    if day < FIRST_TODAY - dt.timedelta(days=7):
+        return None
+    hours = rng.choice([0.5, 1, 1.5, 2, 2.5, 3, 4, 6])
+    note = rng.choice(WORK_NOTES)
+    amount = hours_text(round(hours * 60)).replace("h", " hours") if hours != 1 else "1 hour"
+    key = project["key"]
+    prompt, phrasing = pick_phrasing(
+        rng,
+        [
+            f"Log {amount} for {phrase} on the ticket I'm working on (In Progress) in the current {key} sprint. "
+            f"Note: '{note}'.",
+            f"I spent {amount} {phrase} on my In Progress ticket in {key}'s active sprint — log it with the note "
+            f"'{note}'.",
+            f"Record {amount} of work ({note}) dated {phrase} on the {key} ticket I have in progress this sprint.",
+        ],
+    )
+    minutes = round(hours * 60)
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env_vars(world, user, today),
+        reference_solution=[
+            gold_call("search_tickets", project=key, sprint="active", assignee="me", status="In Progress"),
+            gold_call("log_work", key=ticket["key"], hours=float(hours), date=phrase, note=note),
+        ],
+        expected_answer=f"I logged {hours_text(minutes)} on {ticket['key']} for {iso(day)}.",
+        checks=[
+            RowExists(
+                table="worklogs",
+                where={"ticket_id": ticket["id"], "author": user, "minutes": minutes, "work_date": iso(day)},
+                count=1,
+                weight=2,
+                label="work logged",
+            ),
+            DiffOnly(
+                expected=[ExpectedChange(table="worklogs", op="insert", where={"ticket_id": ticket["id"]})],
+                weight=1,
+                label="only that worklog",
+            ),
+        ],
+        difficulty=2,
+        metadata={"phrasing": phrasing, "phrase": phrase},
+    )
