@@ -13,6 +13,7 @@ APP_MODULES: dict[str, str] = {
     "code_host": "toolgym.envs.apps.code_host",
     "mail": "toolgym.envs.apps.mail",
     "forum": "toolgym.envs.apps.forum",
+    "drive": "toolgym.envs.apps.drive",
     "tracker": "toolgym.envs.apps.tracker",
     "tickets": "toolgym.envs.apps.tickets",
     "homes": "toolgym.envs.apps.homes",

@@ -1,0 +1,205 @@
+"""Helpers for the drive task generators: Drive users, read-only tool calls on the seed, relative-day
+phrases that resolve to a chosen day, people to share with, and the check builders the families share.
+
+Generators read the seed through the app's own tools (on the read-only seed connection), so a
+task's expected answer is computed with exactly the semantics the agent's tool calls will have.
+A draw whose answer would be ambiguous (a tie, a duplicate name) is rejected rather than guessed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from toolgym.envs import App, EnvContext, Tool, ToolContext, World, resolve_date
+from toolgym.envs.apps.drive import tools as t
+from toolgym.schema import (
+    AnswerContains,
+    Check,
+    DiffOnly,
+    ExpectedChange,
+    ToolCall,
+    ToolNotCalled,
+)
+
+WINDOW_START = dt.date(2026, 4, 1)
+WINDOW_END = dt.date(2026, 8, 31)
+WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+ROLE_PHRASES: dict[str, tuple[str, ...]] = {
+    "viewer": ("as a viewer", "with view-only access", "read-only"),
+    "commenter": ("as a commenter", "with comment access", "so they can comment"),
+    "editor": ("as an editor", "with edit access", "so they can edit it"),
+}
+KIND_NOUNS: dict[str, tuple[str, str]] = {
+    "document": ("document", "documents"), "spreadsheet": ("spreadsheet", "spreadsheets"),
+    "presentation": ("presentation", "presentations"), "pdf": ("PDF", "PDFs"), "image": ("image", "images"),
+    "video": ("video", "videos"), "archive": ("zip archive", "zip archives"),
+}
+
+
+@dataclass(frozen=True)
+class Owner:
+    username: str
+    name: str
+
+    def env(self, today: dt.date) -> dict[str, str]:
+        return {"CURRENT_DATE": today.isoformat(), "LOGGED_IN_USER": self.username, "LOGGED_IN_NAME": self.name}
+
+
+def drive_users(world: World) -> list[Owner]:
+    rows = world.query("SELECT username, name FROM users WHERE has_drive=1 ORDER BY username")
+    return [Owner(r["username"], r["name"]) for r in rows]
+
+
+def random_day(rng: random.Random, start: dt.date = WINDOW_START, end: dt.date = WINDOW_END) -> dt.date:
+    return start + dt.timedelta(days=rng.randint(0, (end - start).days))
+
+
+class Reader:
+    """Runs the app's tools on the read-only seed as `owner` on `today` (tools that write would fail)."""
+
+    def __init__(self, app: App, world: World, owner: Owner, today: dt.date) -> None:
+        self.owner = owner
+        self.today = today
+        self.ctx = ToolContext(db=world.db, env=EnvContext(owner.env(today)), app=app)
+
+    def __call__(self, fn: Tool, **arguments: Any) -> Any:
+        return fn.fn(self.ctx, **fn.bind_arguments(arguments))
+
+    def stamp(self, offset: int = 0) -> str:
+        """The timestamp the `offset`-th change of the episode gets (0: the first)."""
+        first = t.now(self.ctx)
+        return f"{first[:14]}{min(int(first[14:]) + offset, 59):02d}"
+
+    def my_files(self) -> list[dict[str, Any]]:
+        return self(t.search_files, owner="me", limit=50)["files"]
+
+    def all_files(self) -> list[dict[str, Any]]:
+        return self(t.search_files, limit=50)["files"]
+
+    def by_name(self, name: str) -> dict[str, Any] | None:
+        """The one file I can open with exactly this name (ignoring case), or None if none or several."""
+        hits = [f for f in self(t.search_files, query=name, limit=50)["files"] if f["name"].lower() == name.lower()]
+        return hits[0] if len(hits) == 1 else None
+
+    def has_no_access(self, file_id: int, person: str) -> bool:
+        """`person` cannot open the file today and has no share of it waiting in the future."""
+        details = self(t.get_file, file_id=file_id)
+        if any(a["username"] == person for a in details["access"]):
+            return False
+        future = self.ctx.one("SELECT id FROM permissions WHERE file_id=? AND grantee=?", (file_id, person))
+        return future is None
+
+
+def call(tool_name: str, /, **arguments: Any) -> ToolCall:
+    return ToolCall(name=tool_name, arguments=arguments)
+
+
+def next_id(world: World, table: str, offset: int = 1) -> int:
+    """The rowid the `offset`-th insert into `table` gets on a fresh copy of the seed."""
+    row = world.one(f"SELECT COALESCE(MAX(id), 0) AS n FROM {table}")
+    return int(row["n"] if row else 0) + offset
+
+
+def people(world: World, exclude: set[str]) -> list[dict[str, Any]]:
+    return [r for r in world.query("SELECT username, name FROM users ORDER BY username") if r["username"] not in exclude]
+
+
+def pick_grantee(rng: random.Random, world: World, reader: Reader, file_ids: list[int],
+                 exclude: set[str]) -> dict[str, Any] | None:
+    """Someone who has no access (now or later) to any of the files."""
+    candidates = people(world, exclude | {reader.owner.username})
+    for _ in range(6):
+        person = rng.choice(candidates)
+        if all(reader.has_no_access(f, person["username"]) for f in file_ids):
+            return person
+    return None
+
+
+def unique_latest(rows: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
+    """The row with the largest `key`, or None when empty or tied (the task would be ambiguous)."""
+    if not rows:
+        return None
+    ordered = sorted(rows, key=lambda r: r[key], reverse=True)
+    if len(ordered) > 1 and ordered[0][key] == ordered[1][key]:
+        return None
+    return ordered[0]
+
+
+def phrase(rng: random.Random, phrasings: tuple[str, ...], **slots: str) -> tuple[int, str]:
+    """One phrasing, filled; its index goes into the task metadata (tests count distinct phrasings)."""
+    index = rng.randrange(len(phrasings))
+    return index, phrasings[index].format(**slots)
+
+
+def article(role: str) -> str:
+    """'a viewer', 'a commenter', 'an editor'."""
+    return f"an {role}" if role[0] in "aeiou" else f"a {role}"
+
+
+def long_date(day: dt.date) -> str:
+    return f"{WEEKDAY_NAMES[day.weekday()]}, {day:%B} {day.day}"
+
+
+@dataclass(frozen=True)
+class When:
+    """A relative day: how the prompt says it, what a tool is given, and the CURRENT_DATE that makes it `day`."""
+
+    phrase: str
+    argument: str
+    today: dt.date
+    day: dt.date
+
+
+def past_day_options(day: dt.date) -> list[When]:
+    """Every (phrase, CURRENT_DATE in the task window) for which a past-day phrase resolves to `day`."""
+    options: list[When] = []
+
+    def add(text: str, argument: str, today: dt.date) -> None:
+        if WINDOW_START <= today <= WINDOW_END and resolve_date(argument, today) == day:
+            options.append(When(text, argument, today, day))
+
+    add("yesterday", "yesterday", day + dt.timedelta(days=1))
+    for back in range(2, 6):
+        add(f"{back} days ago", f"{back} days ago", day + dt.timedelta(days=back))
+    name = WEEKDAY_NAMES[day.weekday()]
+    for ahead in range(2, 8):
+        add(f"last {name}", f"last {name}", day + dt.timedelta(days=ahead))
+    return options
+
+
+def pick_past_day(rng: random.Random, day: dt.date) -> When | None:
+    options = past_day_options(day)
+    if not options:
+        return None
+    kinds = sorted({o.phrase.split()[0] if "ago" not in o.phrase else "ago" for o in options})
+    kind = rng.choice(kinds)
+    return rng.choice([o for o in options if (o.phrase.split()[0] if "ago" not in o.phrase else "ago") == kind])
+
+
+# -- checks --------------------------------------------------------------------------------------------
+
+def no_change(weight: float = 1.0) -> DiffOnly:
+    return DiffOnly(expected=[], weight=weight, label="nothing changed")
+
+
+def impossible_checks(write_tool: str) -> list[Check]:
+    """The request cannot be done: no change, no write attempted, and an 'I cannot' reply."""
+    return [
+        DiffOnly(expected=[], weight=2.0, label="nothing changed"),
+        ToolNotCalled(name=write_tool, weight=1.0, label=f"{write_tool} not called"),
+        AnswerContains(values=["cannot"], weight=1.0, label="says it cannot"),
+    ]
+
+
+def names_checks(names: list[str], weight: float = 1.0) -> list[Check]:
+    """One answer check per name (partial credit per name found)."""
+    return [AnswerContains(values=[n], weight=weight, label=f"mentions {n}") for n in names]
+
+
+def logged(actor: str, action: str, **where: Any) -> ExpectedChange:
+    """The activity row a change writes."""
+    return ExpectedChange(table="activity", op="insert", where={"actor": actor, "action": action, **where})
