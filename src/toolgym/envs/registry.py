@@ -18,6 +18,7 @@ APP_MODULES: dict[str, str] = {
     "tickets": "toolgym.envs.apps.tickets",
     "homes": "toolgym.envs.apps.homes",
     "crm": "toolgym.envs.apps.crm",
+    "maps": "toolgym.envs.apps.maps",
 }
 
 _loaded: dict[str, App] = {}

@@ -1,0 +1,255 @@
+"""Helpers the maps task generators share: context, entity picks, day wording and check builders.
+
+Generators read the seed through `World` with ORDER BY in every query and draw only from the `rng`
+they are given, so the same seed yields the same tasks. Choices a task asks for (nearest, best-rated,
+open at a time) use the same rules as the tools (rules.py), and a draw whose answer would be
+ambiguous (a tie, a place right at the radius) is rejected rather than guessed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Any
+
+from toolgym.envs import World
+from toolgym.envs.apps.maps.rules import WEEKDAY_NAMES, nearby
+from toolgym.schema import (
+    AnswerContains,
+    Check,
+    DiffOnly,
+    ExpectedChange,
+    FieldEquals,
+    RowExists,
+    ToolCall,
+    ToolNotCalled,
+)
+
+FIRST_DAY = dt.date(2026, 4, 1)  # range of CURRENT_DATE in tasks
+LAST_DAY = dt.date(2026, 8, 31)
+MIN_GAP_KM = 0.1  # the runner-up must be at least this much farther for "nearest" to be clear-cut
+CATEGORY_WORDS = {
+    "restaurant": "restaurant", "cafe": "cafe", "bakery": "bakery", "bar": "bar", "museum": "museum",
+    "park": "park", "pharmacy": "pharmacy", "gas_station": "gas station", "supermarket": "supermarket",
+    "gym": "gym", "library": "library", "office": "office",
+}
+MODE_WORDS = {"walk": ("walk", "on foot"), "bike": ("bike", "by bike"), "drive": ("drive", "by car"),
+              "transit": ("take transit", "by public transit")}
+REVIEW_LINES: dict[int, tuple[str, ...]] = {
+    5: ("Fantastic from start to finish.", "Loved everything about it, will be back soon.",
+        "Friendly staff and a great atmosphere.", "One of my favorite places in the city."),
+    4: ("Really good, just a little crowded.", "Very nice visit, service was quick.",
+        "Good value and a pleasant space.", "Would recommend it to friends."),
+    3: ("It was fine but nothing memorable.", "Decent, though the wait was long.",
+        "Average experience overall.", "Okay for a quick stop."),
+    2: ("Not great, the service was slow.", "Disappointing compared to the reviews.",
+        "Too noisy and a bit overpriced.", "Staff seemed rushed and unfriendly."),
+    1: ("Really bad experience, would not return.", "Rude staff and a long wait.",
+        "Nothing worked as advertised.", "Dirty and disorganized."),
+}
+
+
+def iso(day: dt.date) -> str:
+    return day.isoformat()
+
+
+def day_of(text: str) -> dt.date:
+    return dt.date.fromisoformat(text)
+
+
+def human_date(day: dt.date) -> str:
+    """2026-05-03 -> 'May 3': some prompts say dates the way people do."""
+    return f"{day.strftime('%B')} {day.day}"
+
+
+def random_today(rng: random.Random, low: dt.date = FIRST_DAY, high: dt.date = LAST_DAY) -> dt.date:
+    return low + dt.timedelta(days=rng.randint(0, (high - low).days))
+
+
+def call(tool_name: str, /, **arguments: Any) -> ToolCall:
+    return ToolCall(name=tool_name, arguments={k: v for k, v in arguments.items() if v is not None})
+
+
+def pick(rng: random.Random, rows: list[Any]) -> Any:
+    return rows[rng.randrange(len(rows))]
+
+
+def env_for(user: dict[str, Any], today: dt.date) -> dict[str, str]:
+    return {"CURRENT_DATE": iso(today), "LOGGED_IN_USER": user["username"], "LOGGED_IN_NAME": user["name"]}
+
+
+def users(world: World) -> list[dict[str, Any]]:
+    """Every user has a home, a workplace, lists and visits in this app."""
+    return world.query("SELECT * FROM users ORDER BY id")
+
+
+def user_by_id(world: World, user_id: int) -> dict[str, Any]:
+    row = world.one("SELECT * FROM users WHERE id=?", (user_id,))
+    assert row is not None, f"no user {user_id}"
+    return row
+
+
+def places(world: World, category: str | None = None) -> list[dict[str, Any]]:
+    if category is None:
+        return world.query("SELECT * FROM places WHERE category != 'office' ORDER BY id")
+    return world.query("SELECT * FROM places WHERE category=? ORDER BY id", (category,))
+
+
+def place_by_id(world: World, place_id: int) -> dict[str, Any]:
+    row = world.one("SELECT * FROM places WHERE id=?", (place_id,))
+    assert row is not None, f"no place {place_id}"
+    return row
+
+
+def user_lists(world: World, user_id: int) -> list[dict[str, Any]]:
+    return world.query("SELECT * FROM saved_lists WHERE user_id=? ORDER BY id", (user_id,))
+
+
+def in_list(world: World, list_id: int, place_id: int) -> bool:
+    return world.one("SELECT 1 AS x FROM saved_places WHERE list_id=? AND place_id=?", (list_id, place_id)) is not None
+
+
+def has_reviewed(world: World, user_id: int, place_id: int) -> bool:
+    return world.one("SELECT 1 AS x FROM reviews WHERE user_id=? AND place_id=?", (user_id, place_id)) is not None
+
+
+def next_rowid(world: World, table: str, offset: int = 1) -> int:
+    return int(world.one(f"SELECT COALESCE(MAX(id), 0) AS n FROM {table}")["n"]) + offset  # type: ignore[index]
+
+
+def clear_nearest(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The nearest row (rows sorted nearest first), or None when the runner-up is too close to call."""
+    if not rows:
+        return None
+    if len(rows) > 1 and rows[1]["exact_km"] - rows[0]["exact_km"] < MIN_GAP_KM:
+        return None
+    return rows[0]
+
+
+def unique_top(rows: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
+    """The row with the largest `key`, or None when empty or tied."""
+    if not rows:
+        return None
+    ordered = sorted(rows, key=lambda r: (-r[key], r["id"]))
+    if len(ordered) > 1 and ordered[0][key] == ordered[1][key]:
+        return None
+    return ordered[0]
+
+
+def radius_for(distance_km: float) -> float:
+    """A whole-km search radius that surely includes a place `distance_km` away."""
+    return float(min(10, int(distance_km) + 1))
+
+
+def nearest_open(
+    world: World, lat: float, lon: float, category: str, day: dt.date | None, at: str | None,
+    exclude_id: int | None = None,
+) -> tuple[dict[str, Any], float] | None:
+    """(nearest place of a category open then, search radius) when the choice is clear-cut."""
+    rows = nearby(world, lat, lon, 9.5, category, day, at, None, exclude_id)
+    best = clear_nearest(rows)
+    if best is None:
+        return None
+    return best, radius_for(best["exact_km"])
+
+
+def soon_phrase(rng: random.Random, today: dt.date, offset: int) -> str:
+    """Words for the day `offset` (0-6) days after today that resolve_date maps back to that day."""
+    target = today + dt.timedelta(days=offset)
+    name = WEEKDAY_NAMES[target.weekday()]
+    if offset == 0:
+        return "today"
+    if offset == 1:
+        return rng.choice(("tomorrow", "tomorrow"))
+    return rng.choice((name, f"this {name}", f"next {name}", iso(target)))
+
+
+def on_day(phrase: str) -> str:
+    """'Saturday' -> 'on Saturday' for prompts; 'tomorrow' stays as it is."""
+    if phrase in ("today", "tomorrow") or phrase.startswith(("this ", "next ")):
+        return phrase
+    return f"on {phrase}"
+
+
+def clock_words(rng: random.Random, at: str) -> str:
+    """'21:30' said as '21:30' or '9:30pm'."""
+    hour, minute = int(at[:2]), int(at[3:])
+    if rng.random() < 0.5:
+        return at
+    suffix = "am" if hour < 12 else "pm"
+    twelve = hour % 12 or 12
+    return f"{twelve}{suffix}" if minute == 0 else f"{twelve}:{minute:02d}{suffix}"
+
+
+# ---------------------------------------------------------------- checks
+
+
+def diff_only(expected: list[ExpectedChange], weight: float = 2.0) -> DiffOnly:
+    return DiffOnly(expected=expected, weight=weight, label="no other changes" if expected else "nothing changed")
+
+
+def answer_has(values: list[str], weight: float = 1.0, label: str | None = None) -> AnswerContains:
+    return AnswerContains(values=values, weight=weight, label=label or f"answer mentions {', '.join(values)}")
+
+
+def lookup_checks(values: list[str]) -> list[Check]:
+    """One answer check per fact (partial credit per fact) and no change to the data."""
+    checks: list[Check] = [answer_has([v]) for v in values]
+    checks.append(diff_only([], weight=1.0))
+    return checks
+
+
+def impossible_checks(write_tool: str) -> list[Check]:
+    """The request cannot be done: no change, no write attempted, and an 'I cannot' reply."""
+    return [
+        diff_only([], weight=2.0),
+        ToolNotCalled(name=write_tool, weight=1.0, label=f"{write_tool} not called"),
+        answer_has(["cannot"], label="reply says it cannot be done"),
+    ]
+
+
+def saved_checks(list_id: int, place: dict[str, Any], note: str = "", weight: float = 3.0) -> list[Check]:
+    """The place is in the list exactly once (with the note, when one was asked for)."""
+    checks: list[Check] = [RowExists(table="saved_places", where={"list_id": list_id, "place_id": place["id"]}, count=1,
+                                     weight=weight, label=f"{place['name']} saved to list {list_id}")]
+    if note:
+        checks.append(FieldEquals(table="saved_places", where={"list_id": list_id, "place_id": place["id"]},
+                                  field="note", value=note, weight=1.0, label="note as given"))
+    return checks
+
+
+def saved_change(list_id: int, place_id: int) -> ExpectedChange:
+    return ExpectedChange(table="saved_places", op="insert", where={"list_id": list_id, "place_id": place_id})
+
+
+def review_checks(user_id: int, place: dict[str, Any], stars: int, text: str, weight: float = 3.0) -> list[Check]:
+    where = {"place_id": place["id"], "user_id": user_id}
+    return [
+        RowExists(table="reviews", where={**where, "stars": stars}, count=1, weight=weight,
+                  label=f"{stars}-star review of {place['name']}"),
+        FieldEquals(table="reviews", where=where, field="text", value=text, weight=1.0, label="review text as given"),
+    ]
+
+
+def review_change(user_id: int, place_id: int) -> ExpectedChange:
+    return ExpectedChange(table="reviews", op="insert", where={"place_id": place_id, "user_id": user_id})
+
+
+def stars_words(stars: int) -> str:
+    return "1 star" if stars == 1 else f"{stars} stars"
+
+
+def names_list(names: list[str]) -> str:
+    """'A, B and C' (no doubled period when the text goes on after a name like 'Crumb & Co.')."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def review_words(rng: random.Random) -> tuple[int, str]:
+    stars = rng.choice((5, 5, 4, 4, 4, 3, 2, 1))
+    return stars, pick(rng, list(REVIEW_LINES[stars]))
+
+
+def visits_on(world: World, user_id: int, day: dt.date) -> list[dict[str, Any]]:
+    return world.query(
+        "SELECT v.*, p.name, p.category FROM visits v JOIN places p ON p.id = v.place_id "
+        "WHERE v.user_id=? AND v.date=? ORDER BY v.arrived, v.id", (user_id, iso(day)))

@@ -1,0 +1,139 @@
+"""Search -> choose -> write families: the nearest place open at a time, or the best-rated one, saved to a list."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.maps.rules import nearby, search
+from toolgym.envs.apps.maps.task_kit import (
+    CATEGORY_WORDS,
+    answer_has,
+    call,
+    clock_words,
+    diff_only,
+    env_for,
+    in_list,
+    nearest_open,
+    on_day,
+    pick,
+    random_today,
+    saved_change,
+    saved_checks,
+    soon_phrase,
+    unique_top,
+    user_lists,
+    users,
+)
+
+CLOSEST_OPEN = (
+    "Find the {cat} closest to {o} that's open {day} at {time} and save it to my '{l}' list.",
+    "I need a {cat} near {o} that will be open at {time} {day}. Pick the nearest one and add it to my {l} list.",
+    "Which {cat} is nearest to {o} and open {day} at {time}? Put it on my \"{l}\" list.",
+    "Save the nearest {cat} to {o} that is still open {day} at {time} in my list {l}.",
+)
+EDGE_TIMES = ("07:00", "07:30", "08:00", "09:00", "10:00", "18:30", "20:00", "21:00", "21:30", "22:00", "22:30")
+CLOSEST_CATEGORIES = ("pharmacy", "pharmacy", "gas_station", "supermarket", "cafe", "bakery", "gym")
+
+
+def closest_open_save(rng: random.Random, world: World) -> TaskDraft | None:
+    """Nearest place of a category that is open on a soon day at a time, saved to one of the user's lists.
+
+    Draws where the nearest place of the category is closed at that time are preferred, so the
+    opening hours decide the answer rather than distance alone.
+    """
+    category = pick(rng, list(CLOSEST_CATEGORIES))
+    origin = pick(rng, world.query("SELECT * FROM places WHERE category != ? ORDER BY id", (category,)))
+    today = random_today(rng)
+    offset = rng.randint(0, 6)
+    day = today + dt.timedelta(days=offset)
+    at = pick(rng, list(EDGE_TIMES))
+    found = nearest_open(world, origin["lat"], origin["lon"], category, day, at, origin["id"])
+    if found is None:
+        return None
+    winner, radius = found
+    overall = nearby(world, origin["lat"], origin["lon"], 9.5, category, exclude_id=origin["id"])
+    if overall[0]["id"] == winner["id"] and rng.random() < 0.7:
+        return None
+    user = pick(rng, users(world))
+    target = pick(rng, user_lists(world, user["id"]))
+    if in_list(world, target["id"], winner["id"]):
+        return None
+    phrase = soon_phrase(rng, today, offset)
+    phrasing = rng.randrange(len(CLOSEST_OPEN))
+    prompt = CLOSEST_OPEN[phrasing].format(cat=CATEGORY_WORDS[category], o=origin["name"], day=on_day(phrase),
+                                           time=clock_words(rng, at), l=target["name"])
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*saved_checks(target["id"], winner), diff_only([saved_change(target["id"], winner["id"])]),
+                answer_has([winner["name"]], label="answer names the chosen place")],
+        reference_solution=[
+            call("nearby_places", place=origin["name"], category=category, radius_km=radius, open_on=phrase,
+                 open_at=at),
+            call("save_place", list_name=target["name"], place=winner["id"]),
+        ],
+        env_variables=env_for(user, today),
+        expected_answer=(f"The nearest {CATEGORY_WORDS[category]} to {origin['name']} open {on_day(phrase)} at {at} is "
+                         f"{winner['name']} ({winner['distance_km']} km away). I saved it to your "
+                         f"'{target['name']}' list."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "place_id": winner["id"], "list_id": target["id"],
+                  "nearest_overall_id": overall[0]["id"]},
+    )
+
+
+BEST_RATED = (
+    "Add the highest-rated {what} in {city} that's open {day} at {time} to my '{l}' list.",
+    "I want to try the best-rated {what} in {city} that will be open at {time} {day}. Save it to my {l} list.",
+    "Among {whats} in {city} open {day} at {time}, pick the one with the best rating and put it on my \"{l}\" list.",
+)
+RATED_CATEGORIES = ("restaurant", "restaurant", "cafe", "bar", "bakery", "museum")
+PLURALS = {"restaurant": "restaurants", "cafe": "cafes", "bar": "bars", "bakery": "bakeries", "museum": "museums"}
+RATED_TIMES = ("08:00", "10:00", "12:00", "13:30", "17:00", "19:00", "20:30", "21:30", "22:30")
+
+
+def best_rated_save(rng: random.Random, world: World) -> TaskDraft | None:
+    """Best-rated place of a kind (a cuisine, for restaurants) in a city that is open then, saved to a list."""
+    category = pick(rng, list(RATED_CATEGORIES))
+    city = pick(rng, ["Boston", "Brookline", "Cambridge", "Somerville"])
+    cuisine = None
+    if category == "restaurant" and rng.random() < 0.6:
+        cuisines = world.query("SELECT DISTINCT cuisine FROM places WHERE category='restaurant' AND city=? "
+                               "ORDER BY cuisine", (city,))
+        cuisine = pick(rng, cuisines)["cuisine"]
+    today = random_today(rng)
+    offset = rng.randint(0, 6)
+    day = today + dt.timedelta(days=offset)
+    at = pick(rng, list(RATED_TIMES))
+    every = search(world, cuisine, category, city)[1]
+    candidates = search(world, cuisine, category, city, day, at)[1]
+    if len(every) < 2 or not candidates:
+        return None
+    best = unique_top(candidates, "rating")
+    if best is None or (every[0]["id"] == best["id"] and rng.random() < 0.6):
+        return None
+    user = pick(rng, users(world))
+    target = pick(rng, user_lists(world, user["id"]))
+    if in_list(world, target["id"], best["id"]):
+        return None
+    phrase = soon_phrase(rng, today, offset)
+    what = f"{cuisine.title()} restaurant" if cuisine else CATEGORY_WORDS[category]
+    whats = f"{cuisine.title()} restaurants" if cuisine else PLURALS[category]
+    phrasing = rng.randrange(len(BEST_RATED))
+    prompt = BEST_RATED[phrasing].format(what=what, whats=whats, city=city, day=on_day(phrase),
+                                         time=clock_words(rng, at), l=target["name"])
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*saved_checks(target["id"], best), diff_only([saved_change(target["id"], best["id"])]),
+                answer_has([best["name"]], label="answer names the chosen place")],
+        reference_solution=[
+            call("search_places", query=cuisine, category=category, city=city, open_on=phrase, open_at=at),
+            call("save_place", list_name=target["name"], place=best["id"]),
+        ],
+        env_variables=env_for(user, today),
+        expected_answer=(f"The best-rated {what} in {city} open {on_day(phrase)} at {at} is {best['name']} "
+                         f"(rated {best['rating']:.1f}). I added it to your '{target['name']}' list."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "place_id": best["id"], "list_id": target["id"]},
+    )

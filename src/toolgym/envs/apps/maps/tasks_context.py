@@ -1,0 +1,201 @@
+"""Context families: "my timeline yesterday", "nearest to my home open tomorrow at 8", "the cafe I went to
+yesterday". LOGGED_IN_USER decides whose home and timeline; CURRENT_DATE decides which day is meant."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.maps.rules import WEEKDAY_NAMES, nearby
+from toolgym.envs.apps.maps.task_kit import (
+    CATEGORY_WORDS,
+    FIRST_DAY,
+    LAST_DAY,
+    call,
+    clock_words,
+    day_of,
+    diff_only,
+    env_for,
+    has_reviewed,
+    iso,
+    lookup_checks,
+    names_list,
+    nearest_open,
+    on_day,
+    pick,
+    place_by_id,
+    random_today,
+    review_change,
+    review_checks,
+    review_words,
+    soon_phrase,
+    stars_words,
+    user_by_id,
+    users,
+    visits_on,
+)
+
+TIMELINE: dict[str, tuple[str, ...]] = {
+    "all": (
+        "Which places did I visit {when}?",
+        "Where did I go {when}? List every place.",
+        "Remind me of all the places on my timeline for {when}.",
+        "{When_cap}, where was I? Give me the names of the places.",
+    ),
+    "category": (
+        "Which {cat} did I go to {when}?",
+        "What was the name of the {cat} I visited {when}?",
+        "{When_cap} I stopped at a {cat}. Which one was it, and where is it?",
+    ),
+    "arrival": (
+        "What time did I get to {p} {when}, and when did I leave?",
+        "{When_cap} I was at {p}. When did I arrive and when did I leave?",
+        "Check my timeline: how long was I at {p} {when}? Arrival and departure times, please.",
+    ),
+}
+
+
+def _past_phrase(rng: random.Random, today: dt.date, day: dt.date) -> str:
+    """Words for a day 1-7 days before today that resolve_date maps back to it."""
+    back = (today - day).days
+    options = [f"last {WEEKDAY_NAMES[day.weekday()]}", f"{back} day{'s' if back > 1 else ''} ago"]
+    if back == 1:
+        options += ["yesterday", "yesterday"]
+    return pick(rng, options)
+
+
+def timeline_lookup(rng: random.Random, world: World) -> TaskDraft | None:
+    """What the logged-in user did on a recent day named relative to CURRENT_DATE: every place, the one
+    place of a kind, or the arrival and departure times at a named place."""
+    user = pick(rng, users(world))
+    visit = pick(rng, world.query(
+        "SELECT v.*, p.name, p.category, p.address FROM visits v JOIN places p ON p.id = v.place_id "
+        "WHERE v.user_id=? AND v.date BETWEEN ? AND ? ORDER BY v.id",
+        (user["id"], iso(FIRST_DAY - dt.timedelta(days=7)), iso(LAST_DAY - dt.timedelta(days=1)))))
+    day = day_of(visit["date"])
+    today = day + dt.timedelta(days=rng.choice((1, 1, 2, 3, 4, 5, 6, 7)))
+    if not FIRST_DAY <= today <= LAST_DAY:
+        return None
+    that_day = visits_on(world, user["id"], day)
+    names: list[str] = []
+    for row in that_day:
+        if row["name"] not in names:
+            names.append(row["name"])
+    kind = pick(rng, ["all", "category", "arrival"])
+    same_kind = {v["place_id"] for v in that_day if v["category"] == visit["category"]}
+    at_place = [v for v in that_day if v["place_id"] == visit["place_id"]]
+    if (kind == "category" and len(same_kind) != 1) or (kind == "arrival" and len(at_place) != 1):
+        return None
+    phrase = _past_phrase(rng, today, day)
+    templates = TIMELINE[kind]
+    phrasing = rng.randrange(len(templates))
+    prompt = templates[phrasing].format(when=phrase, When_cap=phrase[0].upper() + phrase[1:],
+                                        cat=CATEGORY_WORDS[visit["category"]], p=visit["name"])
+    if kind == "all":
+        values = names
+        answer = f"On {iso(day)} ({phrase}) you visited {names_list(names)}"
+    elif kind == "category":
+        values = [visit["name"]]
+        answer = f"On {iso(day)} you went to {visit['name']} ({visit['address']})."
+    else:
+        values = [visit["arrived"], visit["departed"]]
+        answer = f"On {iso(day)} you arrived at {visit['name']} at {visit['arrived']} and left at {visit['departed']}."
+    return TaskDraft(
+        prompt=prompt,
+        checks=lookup_checks(values),
+        reference_solution=[call("get_my_timeline", date=phrase)],
+        env_variables=env_for(user, today),
+        expected_answer=answer,
+        difficulty=2,
+        metadata={"phrasing": f"{kind}{phrasing}", "day": iso(day), "visit_id": visit["id"]},
+    )
+
+
+NEAREST_FROM = (
+    "What's the closest {cat} to my {anchor} that's open {day} at {time}?",
+    "{Day_cap} at {time} I'll need a {cat} near my {anchor}. Which is the nearest one open then?",
+    "Nearest {cat} to my {anchor} that will be open at {time} {day}? Tell me its name and address.",
+)
+NEAREST_CATEGORIES = ("pharmacy", "gas_station", "supermarket", "cafe", "bakery", "gym", "library", "museum")
+NEAREST_TIMES = ("07:00", "07:30", "08:00", "09:00", "10:00", "17:30", "19:00", "20:30", "21:30", "22:00")
+
+
+def nearest_open_from_home(rng: random.Random, world: World) -> TaskDraft | None:
+    """Nearest place of a kind to the user's home or office, open on a day named relative to today."""
+    user = pick(rng, users(world))
+    anchor = "home" if rng.random() < 0.6 else "office"
+    if anchor == "home":
+        lat, lon, origin, exclude = user["home_lat"], user["home_lon"], "home", None
+    else:
+        work = place_by_id(world, user["work_place_id"])
+        lat, lon, origin, exclude = work["lat"], work["lon"], "work", work["id"]
+    category = pick(rng, list(NEAREST_CATEGORIES))
+    today = random_today(rng)
+    offset = rng.randint(1, 6)
+    day = today + dt.timedelta(days=offset)
+    at = pick(rng, list(NEAREST_TIMES))
+    found = nearest_open(world, lat, lon, category, day, at, exclude)
+    if found is None:
+        return None
+    best, radius = found
+    overall = nearby(world, lat, lon, 9.5, category, exclude_id=exclude)
+    if overall[0]["id"] == best["id"] and rng.random() < 0.5:
+        return None
+    phrase = soon_phrase(rng, today, offset)
+    said = on_day(phrase)
+    phrasing = rng.randrange(len(NEAREST_FROM))
+    prompt = NEAREST_FROM[phrasing].format(cat=CATEGORY_WORDS[category], anchor=anchor, day=said,
+                                           Day_cap=said[0].upper() + said[1:], time=clock_words(rng, at))
+    return TaskDraft(
+        prompt=prompt,
+        checks=lookup_checks([best["name"]]),
+        reference_solution=[call("nearby_places", place=origin, category=category, radius_km=radius, open_on=phrase,
+                                 open_at=at)],
+        env_variables=env_for(user, today),
+        expected_answer=(f"The nearest {CATEGORY_WORDS[category]} to your {anchor} open {said} at {at} is "
+                         f"{best['name']} at {best['address']}, {best['distance_km']} km away."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "place_id": best["id"], "anchor": anchor},
+    )
+
+
+REVIEW_RECENT = (
+    "Give the {cat} I went to {when} {stars}: \"{t}\"",
+    "Review the {cat} from my timeline {when}. {s}/5, \"{t}\"",
+    "I was at a {cat} {when}. Please rate it {stars} and write \"{t}\"",
+)
+REVIEW_CATEGORIES = ("restaurant", "cafe", "bar", "museum", "bakery", "gym")
+
+
+def review_recent_visit(rng: random.Random, world: World) -> TaskDraft | None:
+    """Review the one place of a kind the user visited on a day named relative to CURRENT_DATE."""
+    category = pick(rng, list(REVIEW_CATEGORIES))
+    visit = pick(rng, world.query(
+        "SELECT v.user_id, v.date, v.place_id FROM visits v JOIN places p ON p.id = v.place_id WHERE p.category=? "
+        "AND v.date BETWEEN ? AND ? ORDER BY v.id", (category, iso(FIRST_DAY - dt.timedelta(days=7)),
+                                                     iso(LAST_DAY - dt.timedelta(days=1)))))
+    day = day_of(visit["date"])
+    today = day + dt.timedelta(days=rng.choice((1, 1, 1, 2, 3, 5)))
+    if not FIRST_DAY <= today <= LAST_DAY:
+        return None
+    user = user_by_id(world, visit["user_id"])
+    same = {v["place_id"] for v in visits_on(world, user["id"], day) if v["category"] == category}
+    if len(same) != 1 or has_reviewed(world, user["id"], visit["place_id"]):
+        return None
+    place = place_by_id(world, visit["place_id"])
+    phrase = _past_phrase(rng, today, day)
+    stars, text = review_words(rng)
+    phrasing = rng.randrange(len(REVIEW_RECENT))
+    prompt = REVIEW_RECENT[phrasing].format(cat=CATEGORY_WORDS[category], when=phrase, s=stars,
+                                            stars=stars_words(stars), t=text)
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*review_checks(user["id"], place, stars, text), diff_only([review_change(user["id"], place["id"])])],
+        reference_solution=[call("get_my_timeline", date=phrase),
+                            call("write_review", place=place["id"], stars=stars, text=text)],
+        env_variables=env_for(user, today),
+        expected_answer=f"Posted your {stars}-star review of {place['name']} (visited {iso(day)}).",
+        difficulty=2,
+        metadata={"phrasing": phrasing, "place_id": place["id"], "day": iso(day)},
+    )

@@ -1,0 +1,166 @@
+"""Impossible families: a second review, a place that is not on the map, someone else's list, a taken list name.
+
+Each request breaks a rule the tools enforce; the right reply starts with 'I cannot' and nothing changes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.maps.rules import search
+from toolgym.envs.apps.maps.task_kit import (
+    FIRST_DAY,
+    LAST_DAY,
+    MODE_WORDS,
+    call,
+    day_of,
+    env_for,
+    impossible_checks,
+    pick,
+    place_by_id,
+    places,
+    random_today,
+    review_words,
+    stars_words,
+    user_by_id,
+    user_lists,
+    users,
+)
+
+REVIEW_AGAIN = (
+    "Write a {s}-star review of {p}: \"{t}\"",
+    "Post a review of {p} for me, {stars}, saying \"{t}\"",
+    "Rate {p} {s} out of 5 with the comment \"{t}\"",
+)
+
+
+def review_twice_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """The user already reviewed the place; a second review is not allowed."""
+    earlier = pick(rng, world.query("SELECT * FROM reviews ORDER BY id"))
+    place = place_by_id(world, earlier["place_id"])
+    user = user_by_id(world, earlier["user_id"])
+    today = random_today(rng, max(FIRST_DAY, day_of(earlier["created_on"]) + dt.timedelta(days=1)), LAST_DAY)
+    stars, text = review_words(rng)
+    phrasing = rng.randrange(len(REVIEW_AGAIN))
+    return TaskDraft(
+        prompt=REVIEW_AGAIN[phrasing].format(s=stars, stars=stars_words(stars), p=place["name"], t=text),
+        checks=impossible_checks("write_review"),
+        reference_solution=[call("list_my_reviews")],
+        env_variables=env_for(user, today),
+        expected_answer=(f"I cannot post it: you already reviewed {place['name']} on {earlier['created_on']} "
+                         f"({stars_words(earlier['stars'])}), and each user can review a place only once."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "place_id": place["id"], "review_id": earlier["id"]},
+    )
+
+
+FAKE_FIRST = ("Blue Heron", "Crimson Kite", "Velvet Moon", "Amber Fox", "Tidewater", "Starling", "Moonrise",
+              "Larkspur", "Silver Birch", "Golden Pheasant", "Seven Gables", "Paper Crane")
+FAKE_KIND = ("Supper Club", "Bistro", "Noodle Bar", "Gallery", "Pharmacy", "Bowling Alley", "Pizzeria",
+             "Tea Room", "Roastery", "Wine Bar", "Climbing Gym", "Bookshop")
+UNKNOWN_PLACE = (
+    "How long would it take me to {verb} from {o} to {f}? If it's under {n} minutes, save {f} to my '{l}' list.",
+    "Save {f} to my {l} list and tell me how long it takes to get there from {o} {by}.",
+    "I heard about {f}. Add it to my \"{l}\" list, and how far is it from {o} {by}?",
+)
+
+
+def _absent(world: World, first: str, name: str) -> bool:
+    """True when neither the name nor its distinctive first part matches anything on the map."""
+    hits = world.query("SELECT id FROM places WHERE name LIKE ? OR name LIKE ? OR neighborhood LIKE ? ORDER BY id",
+                       (f"%{name}%", f"%{first}%", f"%{first}%"))
+    return not hits and not search(world, name)[0] and not world.query(
+        "SELECT id FROM place_aliases WHERE alias LIKE ? ORDER BY id", (f"%{name}%",))
+
+
+def unknown_place_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """Directions to, and saving of, a place the map does not have."""
+    first = pick(rng, list(FAKE_FIRST))
+    fake = f"{first} {pick(rng, list(FAKE_KIND))}"
+    if not _absent(world, first, fake):
+        return None
+    user = pick(rng, users(world))
+    target = pick(rng, user_lists(world, user["id"]))
+    mode = pick(rng, sorted(MODE_WORDS))
+    verb, by = MODE_WORDS[mode]
+    origin_place = pick(rng, places(world))
+    origin = "home" if rng.random() < 0.5 else origin_place["name"]
+    origin_words = "my home" if origin == "home" else origin
+    phrasing = rng.randrange(len(UNKNOWN_PLACE))
+    prompt = UNKNOWN_PLACE[phrasing].format(verb=verb, by=by, o=origin_words, f=fake, n=rng.choice((15, 20, 30)),
+                                            l=target["name"])
+    return TaskDraft(
+        prompt=prompt,
+        checks=impossible_checks("save_place"),
+        reference_solution=[call("search_places", query=fake)],
+        env_variables=env_for(user, random_today(rng)),
+        expected_answer=(f"I cannot find {fake} on the map, so I cannot give directions to it or save it to your "
+                         f"'{target['name']}' list."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "fake_name": fake},
+    )
+
+
+FOREIGN_LIST = (
+    "Add {p} to {owner}'s '{l}' list.",
+    "Put {p} on the \"{l}\" list that belongs to {first}.",
+    "Save {p} into {first}'s list {l}, please. It's their list, not mine.",
+)
+
+
+def foreign_list_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """Saving into another user's list: the user can only change their own lists."""
+    lists = world.query(
+        "SELECT l.*, u.name AS owner FROM saved_lists l JOIN users u ON u.id = l.user_id "
+        "WHERE l.name NOT IN ('Favorites', 'Want to go') ORDER BY l.id")
+    theirs = pick(rng, lists)
+    user = pick(rng, users(world))
+    if user["id"] == theirs["user_id"]:
+        return None
+    if theirs["name"].casefold() in {r["name"].casefold() for r in user_lists(world, user["id"])}:
+        return None
+    place = pick(rng, places(world))
+    phrasing = rng.randrange(len(FOREIGN_LIST))
+    prompt = FOREIGN_LIST[phrasing].format(p=place["name"], owner=theirs["owner"], first=theirs["owner"].split()[0],
+                                           l=theirs["name"])
+    return TaskDraft(
+        prompt=prompt,
+        checks=impossible_checks("save_place"),
+        reference_solution=[call("list_my_lists")],
+        env_variables=env_for(user, random_today(rng)),
+        expected_answer=(f"I cannot do that: '{theirs['name']}' is {theirs['owner']}'s list, and I can only save "
+                         "places to your own lists."),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "list_id": theirs["id"], "place_id": place["id"]},
+    )
+
+
+LIST_TAKEN = (
+    "Create a new list called '{l}' with the description \"{d}\".",
+    "Start a fresh saved list for me named {l}. Description: {d}.",
+    "I'd like a brand-new list, \"{l}\", for places {why}. Please make it.",
+)
+WHY = ("I want to try", "to show visitors", "for the summer", "near the office", "for rainy weekends",
+       "my parents would like", "for team outings", "to go with the kids")
+DESCRIPTIONS = ("Spots to try this summer", "For when friends visit", "Quick lunch ideas", "Quiet places to read",
+                "Good for groups", "Open late", "Near the office", "Weekend mornings")
+
+
+def list_name_taken_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """A new list with a name the user already uses (names are unique per user, ignoring case)."""
+    existing = pick(rng, world.query("SELECT * FROM saved_lists ORDER BY id"))
+    user = user_by_id(world, existing["user_id"])
+    shown = existing["name"] if rng.random() < 0.7 else existing["name"].lower()
+    phrasing = rng.randrange(len(LIST_TAKEN))
+    return TaskDraft(
+        prompt=LIST_TAKEN[phrasing].format(l=shown, why=pick(rng, list(WHY)), d=pick(rng, list(DESCRIPTIONS))),
+        checks=impossible_checks("create_list"),
+        reference_solution=[call("list_my_lists")],
+        env_variables=env_for(user, random_today(rng)),
+        expected_answer=(f"I cannot create it: you already have a list named '{existing['name']}', and list names "
+                         "must be unique."),
+        difficulty=1,
+        metadata={"phrasing": phrasing, "list_id": existing["id"]},
+    )

@@ -1,0 +1,133 @@
+"""Lookup task families: travel time between two places, the best-rated place nearby, a place's hours."""
+
+from __future__ import annotations
+
+import random
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.maps.rules import WEEKDAY_NAMES, nearby, route, straight_km
+from toolgym.envs.apps.maps.task_kit import (
+    CATEGORY_WORDS,
+    MODE_WORDS,
+    call,
+    env_for,
+    lookup_checks,
+    pick,
+    places,
+    random_today,
+    unique_top,
+    users,
+)
+
+ROUTE_TIME = (
+    "How long does it take to {verb} from {a} to {b}, and how far is it?",
+    "I'm at {a}. How many minutes to get to {b} {by}? Tell me the distance too.",
+    "Distance and travel time from {a} to {b} {by}, please.",
+    "If I {verb} to {b} starting from {a}, how many km is that and how long will it take?",
+)
+# (mode, lowest and highest straight-line km between the two places)
+MODE_RANGES = {"walk": (0.3, 3.0), "bike": (0.8, 6.0), "drive": (1.0, 9.0), "transit": (1.0, 9.0)}
+
+
+def route_time(rng: random.Random, world: World) -> TaskDraft | None:
+    """Route distance and minutes between two named places for one travel mode."""
+    mode = pick(rng, sorted(MODE_RANGES))
+    low, high = MODE_RANGES[mode]
+    everything = places(world)
+    start = pick(rng, everything)
+    ends = [p for p in everything if p["id"] != start["id"]
+            and low <= straight_km(start["lat"], start["lon"], p["lat"], p["lon"]) <= high]
+    if not ends:
+        return None
+    end = pick(rng, ends)
+    distance, minutes = route(start["lat"], start["lon"], end["lat"], end["lon"], mode)
+    phrasing = rng.randrange(len(ROUTE_TIME))
+    verb, by = MODE_WORDS[mode]
+    prompt = ROUTE_TIME[phrasing].format(a=start["name"], b=end["name"], verb=verb, by=by)
+    km = f"{distance:.1f}"
+    return TaskDraft(
+        prompt=prompt,
+        checks=lookup_checks([km, str(minutes)]),
+        reference_solution=[call("get_directions", origin=start["name"], destination=end["name"], mode=mode)],
+        env_variables=env_for(pick(rng, users(world)), random_today(rng)),
+        expected_answer=(f"From {start['name']} to {end['name']} {by} is {km} km and takes about {minutes} minutes."),
+        difficulty=1,
+        metadata={"phrasing": phrasing, "mode": mode, "origin_id": start["id"], "destination_id": end["id"]},
+    )
+
+
+BEST_NEARBY = (
+    "What's the highest-rated {cat} within {r} km of {p}?",
+    "Near {p}: which {cat} no more than {r} km away has the best rating? Tell me the rating too.",
+    "I'll be at {p} later. Find the best-rated {cat} within {r} km of it and give me its rating.",
+    "Within {r} km of {p}, which {cat} do people rate highest, and what's its score?",
+)
+NEARBY_CATEGORIES = ("cafe", "restaurant", "bar", "bakery", "pharmacy", "supermarket", "gym")
+
+
+def best_nearby(rng: random.Random, world: World) -> TaskDraft | None:
+    """The best-rated place of a category within a radius of a named place."""
+    category = pick(rng, list(NEARBY_CATEGORIES))
+    radius = pick(rng, [0.5, 1.0, 1.0, 1.5, 2.0])
+    origin = pick(rng, world.query("SELECT * FROM places ORDER BY id"))
+    rows = nearby(world, origin["lat"], origin["lon"], radius, category, exclude_id=origin["id"])
+    if len(rows) < 2 or any(abs(r["exact_km"] - radius) < 0.03 for r in
+                            nearby(world, origin["lat"], origin["lon"], radius + 0.05, category,
+                                   exclude_id=origin["id"])):
+        return None
+    best = unique_top(rows, "rating")
+    if best is None:
+        return None
+    phrasing = rng.randrange(len(BEST_NEARBY))
+    radius_words = f"{radius:g}"
+    prompt = BEST_NEARBY[phrasing].format(cat=CATEGORY_WORDS[category], r=radius_words, p=origin["name"])
+    rating = f"{best['rating']:.1f}"
+    return TaskDraft(
+        prompt=prompt,
+        checks=lookup_checks([best["name"], rating]),
+        reference_solution=[call("nearby_places", place=origin["name"], category=category, radius_km=radius,
+                                 sort_by="rating")],
+        env_variables=env_for(pick(rng, users(world)), random_today(rng)),
+        expected_answer=(f"The best-rated {CATEGORY_WORDS[category]} within {radius_words} km of {origin['name']} is "
+                         f"{best['name']} ({best['address']}), rated {rating}."),
+        difficulty=1,
+        metadata={"phrasing": phrasing, "place_id": best["id"], "origin_id": origin["id"]},
+    )
+
+
+PLACE_HOURS = {
+    "address": (
+        "What are {p}'s opening hours on {day}s, and what's its address?",
+        "Where is {p} and when is it open on {day}s?",
+        "I want to go to {p} on a {day}. What hours is it open that day, and where exactly is it?",
+    ),
+    "phone": (
+        "When is {p} open on {day}s? I also need its phone number.",
+        "Give me {p}'s phone number and its {day} opening hours.",
+        "What time does {p} open and close on {day}s, and how can I call them?",
+    ),
+}
+
+
+def place_hours(rng: random.Random, world: World) -> TaskDraft | None:
+    """A place's hours on one weekday (or that it is closed that day) plus its address or phone."""
+    place = pick(rng, places(world))
+    weekday = rng.randrange(7)
+    hours = world.one("SELECT opens, closes FROM opening_hours WHERE place_id=? AND weekday=?", (place["id"], weekday))
+    if hours is not None and (hours["opens"], hours["closes"]) == ("00:00", "24:00"):
+        return None
+    extra = pick(rng, sorted(PLACE_HOURS))
+    templates = PLACE_HOURS[extra]
+    phrasing = rng.randrange(len(templates))
+    day = WEEKDAY_NAMES[weekday]
+    times = [hours["opens"], hours["closes"]] if hours else ["closed"]
+    when = f"open {hours['opens']}-{hours['closes']}" if hours else "closed"
+    return TaskDraft(
+        prompt=templates[phrasing].format(p=place["name"], day=day),
+        checks=lookup_checks([*times, place[extra]]),
+        reference_solution=[call("get_place", place=place["name"])],
+        env_variables=env_for(pick(rng, users(world)), random_today(rng)),
+        expected_answer=f"On {day}s {place['name']} is {when}. Address: {place['address']}; phone: {place['phone']}.",
+        difficulty=1,
+        metadata={"phrasing": f"{extra}{phrasing}", "place_id": place["id"], "weekday": weekday},
+    )
