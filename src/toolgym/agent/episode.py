@@ -19,7 +19,7 @@ from typing import Any
 from toolgym.agent.parse import ParseResult, ToolCallParser, get_parser
 from toolgym.agent.render import DONE_TOOL_NAME, Renderer, load_prompt_style
 from toolgym.agent.samples import build_samples
-from toolgym.agent.user import MARKER_OF, UserSimulator, UserTermination
+from toolgym.agent.user import MARKER_OF, UserSimulator, UserTermination, bind_user_simulator
 from toolgym.envs import EnvError, Environment
 from toolgym.policy.base import Generation, GenerationRequest, Policy, SamplingParams
 from toolgym.schema import Episode, Message, Status, StopReason, Task, TokenTurn, ToolCall, ToolSpec, Verdict
@@ -259,6 +259,12 @@ class _EpisodeRun:
         except Exception as exc:
             self._fail(f"env error: reset failed: {type(exc).__name__}: {exc}")
             return
+        if self.user_simulator is not None:
+            try:  # dual control: a simulator that acts on the device gets this episode's task and env
+                self.user_simulator = bind_user_simulator(self.user_simulator, self.task, self.env)
+            except Exception as exc:
+                self._fail(f"user simulator error: {type(exc).__name__}: {exc}")
+                return
         episode.messages = renderer.initial_messages(self.task, self.tools, self.env.policy)
         prompt_ids = renderer.prompt_ids(episode.messages, self.tools) if self.token_mode else None
         for turn in range(self.max_turns):

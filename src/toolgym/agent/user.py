@@ -6,9 +6,12 @@ the marker into the episode's stop reason. Scripted and LLM simulators implement
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-from toolgym.schema import Message
+from toolgym.schema import Message, Task
+
+if TYPE_CHECKING:
+    from toolgym.envs import Environment
 
 UserTermination = Literal["user_stop", "user_transfer", "user_out_of_scope"]
 
@@ -34,6 +37,24 @@ class UserSimulator(Protocol):
     name: str
 
     async def respond(self, history: list[Message]) -> tuple[str, UserTermination | None]: ...
+
+
+@runtime_checkable
+class EpisodeUserFactory(Protocol):
+    """A simulator that acts on the episode's environment (dual control: it performs user-side tool
+    calls with caller "user") makes one bound simulator per episode, so concurrent episodes never
+    share its state. The episode loop calls `for_episode` after the environment is reset.
+    """
+
+    name: str
+
+    def for_episode(self, task: Task, env: Environment) -> UserSimulator: ...
+
+
+def bind_user_simulator(simulator: UserSimulator, task: Task, env: Environment) -> UserSimulator:
+    """The simulator to use for one episode: its per-episode copy when it makes one, else itself."""
+    for_episode = getattr(simulator, "for_episode", None)
+    return for_episode(task, env) if callable(for_episode) else simulator
 
 
 def split_termination(text: str) -> tuple[str, UserTermination | None]:

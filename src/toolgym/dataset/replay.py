@@ -32,14 +32,22 @@ class ReplayOutcome:
         return "checks failed: " + "; ".join(failed) if failed else "kept"
 
 
+def user_tools(env: Environment) -> set[str]:
+    """Names of the user-owned tools (dual control) of a local or remote environment."""
+    return {spec.name for spec in env.tool_specs("user")}
+
+
 def replay_task(task: Task, env: Environment | None = None) -> ReplayOutcome:
     """Every reference call must succeed and every check must pass for the task to be kept."""
     env = env if env is not None and env.name == task.env else make_env(task.env)
     env.reset(task.env_variables)
     failed: list[str] = []
+    performed_by_user = user_tools(env)
     try:
         for call in task.reference_solution:
-            result = env.call_tool(call.name, call.arguments)
+            # Dual control: a user-owned device tool in the reference is performed by the user.
+            caller = "user" if call.name in performed_by_user else "agent"
+            result = env.call_tool(call.name, call.arguments, caller=caller)
             if result.is_error:
                 failed.append(f"{call.name}: {result.content}")
     except EnvError as exc:

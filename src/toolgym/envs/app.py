@@ -13,7 +13,7 @@ from faker import Faker
 from toolgym.envs.context import EnvContext
 from toolgym.envs.database import SeedSnapshot, install_change_tracking
 from toolgym.envs.tool import Tool
-from toolgym.schema import Check, ToolCall
+from toolgym.schema import Check, ToolCall, UserScenario
 
 TaskShape = Literal["lookup", "write", "search_choose_write", "multi_step", "impossible", "context"]
 
@@ -59,6 +59,7 @@ class TaskDraft:
     expected_answer: str | None = None
     difficulty: int = 1
     metadata: dict[str, Any] = field(default_factory=dict)
+    user_scenario: UserScenario | None = None  # dual control: the simulated user's side of the task
 
 
 @dataclass

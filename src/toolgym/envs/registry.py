@@ -19,6 +19,7 @@ APP_MODULES: dict[str, str] = {
     "homes": "toolgym.envs.apps.homes",
     "crm": "toolgym.envs.apps.crm",
     "maps": "toolgym.envs.apps.maps",
+    "phone_support": "toolgym.envs.apps.phone_support",
 }
 
 _loaded: dict[str, App] = {}

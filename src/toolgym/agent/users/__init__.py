@@ -1,0 +1,29 @@
+"""User simulators for dual-control tasks: a deterministic scripted customer and a model-played one.
+
+Both follow the UserSimulator protocol of `toolgym.agent.user` and make one session per episode
+(`for_episode(task, env)`), because they act on that episode's environment with caller "user".
+"""
+
+from toolgym.agent.users.actions import app_user_actions, instruction_for, parse_instructions
+from toolgym.agent.users.instructing_oracle import InstructingOraclePolicy
+from toolgym.agent.users.llm import LLMUserSession, LLMUserSimulator, user_system_prompt
+from toolgym.agent.users.scripted import (
+    ScriptedUserSession,
+    ScriptedUserSimulator,
+    UserSimulatorError,
+    goal_met,
+)
+
+__all__ = [
+    "InstructingOraclePolicy",
+    "LLMUserSession",
+    "LLMUserSimulator",
+    "ScriptedUserSession",
+    "ScriptedUserSimulator",
+    "UserSimulatorError",
+    "app_user_actions",
+    "goal_met",
+    "instruction_for",
+    "parse_instructions",
+    "user_system_prompt",
+]

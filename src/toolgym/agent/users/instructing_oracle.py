@@ -1,0 +1,70 @@
+"""InstructingOraclePolicy: the oracle for dual-control tasks — it acts where it may and instructs
+where only the user may.
+
+It walks the task's reference solution: an agent-owned call becomes a tool call; a user-owned call
+(a device tool) becomes a plain-language instruction for the user (the app's `user_actions`
+phrasing), which a user simulator then performs; when the solution is used up it gives the
+expected answer. Progress is read from the history (one step per assistant tool call or text turn),
+so the policy is stateless and can serve many episodes at once. Tasks without user-owned calls
+play out exactly as with the plain oracle.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from toolgym.agent.users.actions import app_user_actions, instruction_for
+from toolgym.envs import App, get_app
+from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError
+from toolgym.policy.oracle import FALLBACK_ANSWER, hermes_text
+from toolgym.schema import Message, Task, ToolCall
+
+
+def _steps_taken(messages: list[dict[str, Any]]) -> int:
+    """Reference steps already played: each assistant tool call, and each assistant text turn."""
+    steps = 0
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        calls = message.get("tool_calls") or []
+        steps += len(calls) if calls else 1
+    return steps
+
+
+def _apps(task: Task) -> list[App]:
+    return [get_app(name) for name in task.env.split("+")]
+
+
+def owner_of(apps: list[App], name: str) -> str:
+    for app in apps:
+        found = app.tool(name)
+        if found is not None:
+            return found.owner
+    return "agent"
+
+
+class InstructingOraclePolicy(Policy):
+    """Reference solution replay with user-owned calls spoken as instructions (chat mode)."""
+
+    name = "oracle-instructing"
+    checkpoint = None
+    tokenizer = None
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        task = request.task
+        if task is None or request.messages is None:
+            raise PolicyError("the instructing oracle needs the task and the chat messages of the request")
+        step = _steps_taken(request.messages)
+        if step >= len(task.reference_solution):
+            answer = task.expected_answer or FALLBACK_ANSWER
+            return Generation(text=answer, message=Message(role="assistant", content=answer))
+        reference = task.reference_solution[step]
+        apps = _apps(task)
+        if owner_of(apps, reference.name) == "user":
+            text = instruction_for(app_user_actions(apps), reference) or (
+                f"Please do this on your phone: {reference.name} {json.dumps(reference.arguments)}."
+            )
+            return Generation(text=text, message=Message(role="assistant", content=text))
+        call = ToolCall(name=reference.name, arguments=dict(reference.arguments), id=f"call_{step}")
+        return Generation(text=hermes_text(call), message=Message(role="assistant", content="", tool_calls=[call]))

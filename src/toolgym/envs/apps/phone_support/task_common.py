@@ -1,0 +1,104 @@
+"""Helpers the phone_support task generators share: picking customers and lines, context, checks.
+
+Generators read the seed through `World` with ORDER BY in every query and draw only from their
+`rng`, so the same seed yields the same tasks. Choices a task asks for (cheapest plan with enough
+data) are computed with the rules the tools apply; an ambiguous draw is rejected, not guessed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Any
+
+from toolgym.envs import World
+from toolgym.schema import (
+    AnswerContains,
+    Check,
+    DiffOnly,
+    ExpectedChange,
+    ToolCall,
+    ToolNotCalled,
+)
+
+FIRST_DAY = dt.date(2026, 4, 1)  # range of CURRENT_DATE in tasks
+LAST_DAY = dt.date(2026, 8, 31)
+
+
+def pick_today(rng: random.Random, low: dt.date = FIRST_DAY, high: dt.date = LAST_DAY) -> dt.date:
+    low, high = max(low, FIRST_DAY), min(high, LAST_DAY)
+    return low + dt.timedelta(days=rng.randint(0, max((high - low).days, 0)))
+
+
+def env_for(row: dict[str, Any], today: dt.date) -> dict[str, str]:
+    """env_variables for the customer of `row` (which has `username` and `name`)."""
+    return {"CURRENT_DATE": today.isoformat(), "LOGGED_IN_USER": row["username"], "LOGGED_IN_NAME": row["name"]}
+
+
+def lines(world: World, where: str = "1=1", params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """Lines with their plan, owner and account, filtered by `where` (over aliases l, p, a, u)."""
+    return world.query(
+        "SELECT l.*, p.code AS plan_code, p.name AS plan_name, p.data_gb, p.roaming_allowed, p.monthly_price, "
+        "a.account_number, a.id AS account_id, u.username, u.name, u.city, "
+        "(SELECT COUNT(*) FROM lines o WHERE o.account_id = l.account_id) AS line_count "
+        f"FROM lines l JOIN plans p ON p.id = l.plan_id JOIN accounts a ON a.id = l.account_id "
+        f"JOIN users u ON u.id = a.user_id WHERE {where} ORDER BY l.id",
+        params,
+    )
+
+
+def plans(world: World) -> list[dict[str, Any]]:
+    return world.query("SELECT * FROM plans ORDER BY monthly_price, id")
+
+
+def pick(rng: random.Random, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return rows[rng.randrange(len(rows))] if rows else None
+
+
+def call(name: str, **arguments: Any) -> ToolCall:
+    return ToolCall(name=name, arguments=arguments)
+
+
+def first_name(row: dict[str, Any]) -> str:
+    return str(row["name"]).split()[0]
+
+
+def gb_text(value: float) -> str:
+    """How a tool prints a GB figure (JSON float), so answers and checks agree: 12.4 -> '12.4'."""
+    return repr(float(value))
+
+
+def diff_only(expected: list[ExpectedChange], weight: float = 2.0) -> DiffOnly:
+    return DiffOnly(expected=expected, weight=weight, label="no other changes" if expected else "nothing changed")
+
+
+def answer_has(values: list[str], weight: float = 1.0) -> AnswerContains:
+    return AnswerContains(values=values, weight=weight, label=f"answer mentions {', '.join(values)}")
+
+
+def lookup_checks(values: list[str]) -> list[Check]:
+    """One answer check per fact (partial credit per fact) and no change to the data."""
+    checks: list[Check] = [answer_has([v]) for v in values]
+    checks.append(diff_only([], weight=1.0))
+    return checks
+
+
+def impossible_checks(write_tool: str) -> list[Check]:
+    """The request cannot be done: no change, no write attempted, and an 'I cannot' reply."""
+    return [
+        diff_only([], weight=2.0),
+        ToolNotCalled(name=write_tool, weight=1.0, label=f"{write_tool} not called"),
+        answer_has(["cannot"]),
+    ]
+
+
+def line_event(line_id: int) -> ExpectedChange:
+    return ExpectedChange(table="line_events", op="insert", where={"line_id": line_id})
+
+
+def country_name(country: str) -> str:
+    """A country as it reads in a sentence: 'the United Kingdom', 'Japan'."""
+    return f"the {country}" if country.startswith("United") else country
+
+
+WHEN_TRAVEL = ("next week", "on Friday", "tomorrow", "at the end of the month", "in a few days")

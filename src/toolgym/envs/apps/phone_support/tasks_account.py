@@ -1,0 +1,479 @@
+"""Account task families of phone_support: the customer asks, the agent acts alone (no user tools).
+
+Lookups, a plan change, the cheapest plan that fits, travel preparation, paying and resuming,
+suspending a lost phone, and three requests the rules forbid.
+"""
+
+from __future__ import annotations
+
+import random
+
+from toolgym.envs import TaskDraft, World
+from toolgym.envs.apps.phone_support.data import ABROAD
+from toolgym.envs.apps.phone_support.rules import TOPUP_PRICES
+from toolgym.envs.apps.phone_support.task_common import (
+    WHEN_TRAVEL,
+    answer_has,
+    call,
+    country_name,
+    diff_only,
+    env_for,
+    first_name,
+    gb_text,
+    impossible_checks,
+    line_event,
+    lines,
+    lookup_checks,
+    pick,
+    pick_today,
+    plans,
+)
+from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
+
+# ---------------------------------------------------------------- lookup
+
+
+LOOKUP_PROMPTS = (
+    "Which plan is {phone} on, and how much data has it used this cycle?",
+    "How much data has my line {phone} used so far this month, and what plan is it on?",
+    "For {phone}: the plan name and the data used this billing cycle, please.",
+    "I want to check {phone}. What plan is that, and how many GB are used already?",
+)
+
+
+def line_plan_lookup(rng: random.Random, world: World) -> TaskDraft | None:
+    """Plan and data used of one line: a read-only look-up."""
+    line = pick(rng, lines(world, "l.status = 'active' AND l.data_used_gb != CAST(l.data_used_gb AS INTEGER)"))
+    if line is None:
+        return None
+    phrasing = rng.randrange(len(LOOKUP_PROMPTS))
+    used = gb_text(line["data_used_gb"])
+    return TaskDraft(
+        prompt=LOOKUP_PROMPTS[phrasing].format(phone=line["phone_number"]),
+        checks=lookup_checks([line["plan_name"], used]),
+        reference_solution=[call("get_line_details", phone_number=line["phone_number"])],
+        env_variables=env_for(line, pick_today(rng)),
+        expected_answer=f"{line['phone_number']} is on the {line['plan_name']} plan and has used {used} GB this cycle.",
+        difficulty=1,
+        metadata={"phrasing": phrasing, "phone_number": line["phone_number"]},
+    )
+
+
+BALANCE_PROMPTS = (
+    "What do I owe right now, and when is it due?",
+    "How much is my unpaid bill and what's the due date?",
+    "Can you tell me my balance due and the date I have to pay it by?",
+    "Do I have an open bill? How much, and due when?",
+    "Hi, it's {first}. What's my outstanding balance, and by when do I need to pay it?",
+    "{first} here. How much do I still have to pay, and what's the deadline?",
+    "This is {first}: is there an unpaid bill on my account? Tell me the amount and due date.",
+    "Hello, {first} speaking. I'd like to know my current balance and its due date.",
+)
+
+
+def my_balance_context(rng: random.Random, world: World) -> TaskDraft | None:
+    """'What do I owe': LOGGED_IN_USER decides whose account; the single unpaid bill is the answer."""
+    rows = world.query(
+        "SELECT b.*, u.username, u.name FROM bills b JOIN accounts a ON a.id = b.account_id "
+        "JOIN users u ON u.id = a.user_id WHERE b.status = 'unpaid' AND (SELECT COUNT(*) FROM bills o "
+        "WHERE o.account_id = b.account_id AND o.status = 'unpaid') = 1 ORDER BY b.id"
+    )
+    bill = pick(rng, rows)
+    if bill is None:
+        return None
+    phrasing = rng.randrange(len(BALANCE_PROMPTS))
+    amount = str(bill["amount"])
+    return TaskDraft(
+        prompt=BALANCE_PROMPTS[phrasing].format(first=first_name(bill)),
+        checks=lookup_checks([amount, bill["due_date"]]),
+        reference_solution=[call("get_bills", status="unpaid")],
+        env_variables=env_for(bill, pick_today(rng)),
+        expected_answer=f"You owe ${amount} for {bill['period']}, due on {bill['due_date']}.",
+        difficulty=2,
+        metadata={"phrasing": phrasing, "bill_id": bill["id"]},
+    )
+
+
+# ---------------------------------------------------------------- writes
+
+
+CHANGE_PROMPTS = (
+    "Switch {phone} to the {plan} plan.",
+    "Please move my line {phone} onto {plan}.",
+    "I'd like {plan} on {phone} from today. Can you change it?",
+    "Change the plan of {phone} to {plan}, please.",
+)
+
+
+def _plan_fits(line: dict, plan: dict) -> bool:
+    """change_plan would accept this move (same rules as the tool)."""
+    if not plan["available"] or plan["id"] == line["plan_id"]:
+        return False
+    if plan["data_gb"] is not None and line["data_used_gb"] > plan["data_gb"] + line["topup_gb"]:
+        return False
+    return not (line["roaming_enabled"] and not plan["roaming_allowed"])
+
+
+def _plan_change_checks(line: dict, plan: dict) -> list[Check]:
+    return [
+        FieldEquals(table="lines", where={"id": line["id"]}, field="plan_id", value=plan["id"], weight=3.0,
+                    label=f"{line['phone_number']} is on {plan['code']}"),
+        RowExists(table="line_events", where={"line_id": line["id"], "kind": "plan_change"}, weight=1.0,
+                  label="plan change logged"),
+        diff_only([ExpectedChange(table="lines", op="update", where={"id": line["id"]}, fields=["plan_id"]),
+                   line_event(line["id"])]),
+    ]
+
+
+def change_plan_write(rng: random.Random, world: World) -> TaskDraft | None:
+    """Move one active line to a named plan the rules allow."""
+    line = pick(rng, lines(world, "l.status = 'active'"))
+    if line is None:
+        return None
+    options = [p for p in plans(world) if _plan_fits(line, p)]
+    plan = pick(rng, options)
+    if plan is None:
+        return None
+    phrasing = rng.randrange(len(CHANGE_PROMPTS))
+    return TaskDraft(
+        prompt=CHANGE_PROMPTS[phrasing].format(phone=line["phone_number"], plan=plan["name"]),
+        checks=_plan_change_checks(line, plan),
+        reference_solution=[call("list_plans"), call("change_plan", phone_number=line["phone_number"],
+                                                     plan_code=plan["code"])],
+        env_variables=env_for(line, pick_today(rng)),
+        expected_answer=f"Done: {line['phone_number']} is now on {plan['name']} (${plan['monthly_price']}/month).",
+        difficulty=1,
+        metadata={"phrasing": phrasing, "plan": plan["code"], "line_id": line["id"]},
+    )
+
+
+CHEAPEST_PROMPTS = (
+    "Move {phone} to the cheapest plan with at least {gb} GB of data{roam}.",
+    "What's the least expensive plan that gives {gb} GB or more{roam}? Put {phone} on it.",
+    "I need at least {gb} GB a month on {phone}{roam}. Switch it to the cheapest plan that does that.",
+    "Find the lowest-priced plan with {gb}+ GB{roam} and change {phone} to it.",
+)
+
+
+def cheapest_plan_search(rng: random.Random, world: World) -> TaskDraft | None:
+    """Search the plans, choose the cheapest that meets a data (and roaming) need, switch to it."""
+    line = pick(rng, lines(world, "l.status = 'active'"))
+    if line is None:
+        return None
+    gb = rng.choice([4, 8, 12, 20, 25])
+    need_roaming = rng.random() < 0.4
+    candidates = [p for p in plans(world) if p["available"] and (p["data_gb"] is None or p["data_gb"] >= gb)
+                  and (p["roaming_allowed"] or not need_roaming)]
+    candidates.sort(key=lambda p: (p["monthly_price"], p["id"]))
+    if not candidates or (len(candidates) > 1 and candidates[0]["monthly_price"] == candidates[1]["monthly_price"]):
+        return None
+    plan = candidates[0]
+    if not _plan_fits(line, plan):
+        return None
+    phrasing = rng.randrange(len(CHEAPEST_PROMPTS))
+    roam = " that allows roaming" if need_roaming else ""
+    return TaskDraft(
+        prompt=CHEAPEST_PROMPTS[phrasing].format(phone=line["phone_number"], gb=gb, roam=roam),
+        checks=[*_plan_change_checks(line, plan), answer_has([plan["name"]])],
+        reference_solution=[call("list_plans"), call("change_plan", phone_number=line["phone_number"],
+                                                     plan_code=plan["code"])],
+        env_variables=env_for(line, pick_today(rng)),
+        expected_answer=f"The cheapest plan with at least {gb} GB{roam} is {plan['name']} "
+                        f"(${plan['monthly_price']}/month); {line['phone_number']} is now on it.",
+        difficulty=2,
+        metadata={"phrasing": phrasing, "plan": plan["code"], "min_gb": gb, "roaming": need_roaming},
+    )
+
+
+TRAVEL_PROMPTS = (
+    "I'm travelling to {country} {when}. Turn on roaming for {phone} and add a {gb} GB data top-up.",
+    "Please enable international roaming on {phone} and buy a {gb} GB top-up; I fly to {country} {when}.",
+    "Before my trip to {country} {when}: roaming on for {phone}, plus {gb} GB of extra data.",
+    "Get {phone} ready for {country}: I leave {when}. I need roaming enabled and a {gb} GB data top-up.",
+)
+
+
+def travel_prep(rng: random.Random, world: World) -> TaskDraft | None:
+    """Two writes on one line: enable roaming (plan must allow it) and buy a top-up (capped plan only)."""
+    line = pick(rng, lines(world, "l.status = 'active' AND p.roaming_allowed = 1 AND l.roaming_enabled = 0 "
+                                  "AND p.data_gb IS NOT NULL"))
+    if line is None:
+        return None
+    gb = rng.choice(sorted(TOPUP_PRICES))
+    country = country_name(rng.choice(ABROAD))
+    phrasing = rng.randrange(len(TRAVEL_PROMPTS))
+    phone = line["phone_number"]
+    checks: list[Check] = [
+        FieldEquals(table="lines", where={"id": line["id"]}, field="roaming_enabled", value=1, weight=2.0,
+                    label="roaming enabled on the line"),
+        FieldEquals(table="lines", where={"id": line["id"]}, field="topup_gb", value=line["topup_gb"] + gb,
+                    weight=2.0, label=f"{gb} GB added"),
+        RowExists(table="data_topups", where={"line_id": line["id"], "gb": gb}, count=1 + _topups(world, line, gb),
+                  weight=1.0, label="top-up recorded"),
+        diff_only([
+            ExpectedChange(table="lines", op="update", where={"id": line["id"]}, fields=["roaming_enabled", "topup_gb"]),
+            ExpectedChange(table="data_topups", op="insert", where={"line_id": line["id"], "gb": gb}),
+            line_event(line["id"]),
+        ]),
+    ]
+    return TaskDraft(
+        prompt=TRAVEL_PROMPTS[phrasing].format(phone=phone, gb=gb, country=country, when=rng.choice(WHEN_TRAVEL)),
+        checks=checks,
+        reference_solution=[call("get_line_details", phone_number=phone), call("enable_roaming", phone_number=phone),
+                            call("add_data_topup", phone_number=phone, gb=gb)],
+        env_variables=env_for(line, pick_today(rng)),
+        expected_answer=f"Roaming is enabled on {phone} and a {gb} GB top-up (${TOPUP_PRICES[gb]}) was added. "
+                        "Remember to turn on data roaming on your phone when you land.",
+        difficulty=2,
+        metadata={"phrasing": phrasing, "line_id": line["id"], "gb": gb},
+    )
+
+
+def _topups(world: World, line: dict, gb: int) -> int:
+    row = world.one("SELECT COUNT(*) AS n FROM data_topups WHERE line_id = ? AND gb = ?", (line["id"], gb))
+    return int(row["n"]) if row else 0
+
+
+def overdue_bills(world: World, account_id: int, today: str) -> list[dict]:
+    return world.query(
+        "SELECT * FROM bills WHERE account_id = ? AND status = 'unpaid' AND due_date < ? ORDER BY due_date, id",
+        (account_id, today),
+    )
+
+
+def pay_and_resume_checks(world: World, line: dict, bills: list[dict]) -> list[Check]:
+    """Every overdue bill paid, the line active again, and nothing else changed."""
+    checks: list[Check] = []
+    expected = [
+        ExpectedChange(table="lines", op="update", where={"id": line["id"]},
+                       fields=["status", "suspension_reason", "suspended_on"]),
+        line_event(line["id"]),
+    ]
+    for bill in bills:
+        checks.append(FieldEquals(table="bills", where={"id": bill["id"]}, field="status", value="paid", weight=1.0,
+                                  label=f"bill {bill['period']} paid"))
+        checks.append(RowExists(table="payments", where={"bill_id": bill["id"], "amount": bill["amount"]}, count=1,
+                                weight=1.0, label=f"payment of ${bill['amount']} for {bill['period']}"))
+        expected.append(ExpectedChange(table="bills", op="update", where={"id": bill["id"]}, fields=["status", "paid_on"]))
+        expected.append(ExpectedChange(table="payments", op="insert", where={"bill_id": bill["id"]}))
+    checks.append(FieldEquals(table="lines", where={"id": line["id"]}, field="status", value="active", weight=2.0,
+                              label="line resumed"))
+    checks.append(diff_only(expected))
+    return checks
+
+
+PAY_RESUME_PROMPTS = (
+    "My line {phone} got suspended over an unpaid bill. Pay what's overdue with {card} and turn it back on.",
+    "Please settle my overdue bills using {card} and reactivate {phone}.",
+    "{phone} is cut off for non-payment. Clear the overdue balance with {card} and restore service, please.",
+    "I want {phone} working again: pay every overdue bill with {card}, then resume the line.",
+    "Hi, {first} here. You suspended {phone} because I missed a payment. Charge {card} for what I owe and switch it back on.",
+    "Can you get {phone} back in service? Take the overdue amount from {card}.",
+    "{first} speaking: my number {phone} was blocked for an unpaid bill. Pay it off using {card} and unblock it.",
+    "Use {card} to pay everything that's overdue on my account, and then reconnect {phone}.",
+)
+
+
+def pay_and_resume(rng: random.Random, world: World) -> TaskDraft | None:
+    """Multi-step with an order constraint: every overdue bill must be paid before the line resumes."""
+    line = pick(rng, lines(world, "l.status = 'suspended' AND l.suspension_reason = 'unpaid_bill'"))
+    if line is None:
+        return None
+    today = pick_today(rng)
+    bills = overdue_bills(world, line["account_id"], today.isoformat())
+    if not bills:
+        return None
+    phrasing = rng.randrange(len(PAY_RESUME_PROMPTS))
+    phone = line["phone_number"]
+    total = sum(b["amount"] for b in bills)
+    default = world.one("SELECT kind, last4 FROM payment_methods WHERE account_id = ? AND is_default = 1",
+                        (line["account_id"],))
+    if default is None:
+        return None
+    card = rng.choice(["my card on file", "my default payment method",
+                       f"my {default['kind']} ending {default['last4']}"])
+    return TaskDraft(
+        prompt=PAY_RESUME_PROMPTS[phrasing].format(phone=phone, card=card, first=first_name(line)),
+        checks=pay_and_resume_checks(world, line, bills),
+        reference_solution=[call("get_bills", status="unpaid"), *[call("pay_bill", bill_id=b["id"]) for b in bills],
+                            call("resume_line", phone_number=phone)],
+        env_variables=env_for(line, today),
+        expected_answer=f"I paid {len(bills)} overdue bill(s), ${total} in total, and {phone} is active again.",
+        difficulty=3 if len(bills) > 1 else 2,
+        metadata={"phrasing": phrasing, "line_id": line["id"], "bills": [b["id"] for b in bills]},
+    )
+
+
+PAY_CARD_PROMPTS = (
+    "Pay my {period_name} bill with my {kind} ending {last4}.",
+    "Please use the {kind} ending in {last4} to pay the bill for {period_name}.",
+    "I'd like to pay my open {period_name} bill now, with the {kind} card ending {last4}.",
+    "Settle the {period_name} bill on my account using my {kind} ({last4}).",
+)
+MONTH_NAMES = {"2025-12": "December", "2026-01": "January", "2026-02": "February", "2026-03": "March"}
+
+
+def pay_bill_with_card(rng: random.Random, world: World) -> TaskDraft | None:
+    """One payment with a named (unexpired) method: the write must use that method, not the default."""
+    rows = world.query(
+        "SELECT b.*, u.username, u.name, m.id AS method_id, m.kind, m.last4 FROM bills b "
+        "JOIN accounts a ON a.id = b.account_id JOIN users u ON u.id = a.user_id "
+        "JOIN payment_methods m ON m.account_id = a.id AND m.expires >= '2026-09' "
+        "WHERE b.status = 'unpaid' ORDER BY b.id, m.id"
+    )
+    bill = pick(rng, rows)
+    if bill is None or bill["kind"] == "bank":
+        return None
+    phrasing = rng.randrange(len(PAY_CARD_PROMPTS))
+    period_name = MONTH_NAMES[bill["period"]]
+    same_period = [r for r in rows if r["account_id"] == bill["account_id"] and r["period"] == bill["period"]]
+    if sum(1 for r in same_period if r["last4"] == bill["last4"]) != 1:
+        return None
+    return TaskDraft(
+        prompt=PAY_CARD_PROMPTS[phrasing].format(period_name=period_name, kind=bill["kind"], last4=bill["last4"]),
+        checks=[
+            FieldEquals(table="bills", where={"id": bill["id"]}, field="status", value="paid", weight=2.0,
+                        label=f"{bill['period']} bill paid"),
+            RowExists(table="payments", where={"bill_id": bill["id"], "payment_method_id": bill["method_id"],
+                                               "amount": bill["amount"]}, count=1, weight=2.0,
+                      label=f"paid with the {bill['kind']} ending {bill['last4']}"),
+            diff_only([
+                ExpectedChange(table="bills", op="update", where={"id": bill["id"]}, fields=["status", "paid_on"]),
+                ExpectedChange(table="payments", op="insert", where={"bill_id": bill["id"]}),
+            ]),
+        ],
+        reference_solution=[call("get_bills", status="unpaid"), call("list_payment_methods"),
+                            call("pay_bill", bill_id=bill["id"], payment_method_id=bill["method_id"])],
+        env_variables=env_for(bill, pick_today(rng)),
+        expected_answer=f"Paid your {period_name} bill of ${bill['amount']} with the {bill['kind']} ending {bill['last4']}.",
+        difficulty=2,
+        metadata={"phrasing": phrasing, "bill_id": bill["id"], "payment_method_id": bill["method_id"]},
+    )
+
+
+LOST_PROMPTS = (
+    "I lost my phone {when}. Please suspend my line.",
+    "My phone was stolen {when}! Block my number right away.",
+    "Can you suspend my line? I think I left my phone in a taxi {when} and it's gone.",
+    "Please put a hold on my number; my phone went missing {when}.",
+    "Hi, it's {first}. Someone took my phone {when}. Suspend my line, please.",
+    "{first} here: my phone disappeared {when}. Please block my number.",
+    "This is {first}. My phone got stolen {when}; stop service on my line until I find it.",
+    "Hello, {first} speaking. I misplaced my phone {when}. Could you suspend my number for now?",
+)
+LOST_WHEN = ("today", "this morning", "an hour ago", "earlier today", "at lunch")
+
+
+def lost_phone_suspend(rng: random.Random, world: World) -> TaskDraft | None:
+    """'My line' (LOGGED_IN_USER, single-line accounts) suspended as lost, dated CURRENT_DATE."""
+    line = pick(rng, lines(world, "l.status = 'active' AND (SELECT COUNT(*) FROM lines o "
+                                  "WHERE o.account_id = l.account_id) = 1"))
+    if line is None:
+        return None
+    today = pick_today(rng)
+    phrasing = rng.randrange(len(LOST_PROMPTS))
+    phone = line["phone_number"]
+    return TaskDraft(
+        prompt=LOST_PROMPTS[phrasing].format(when=rng.choice(LOST_WHEN), first=first_name(line)),
+        checks=[
+            FieldEquals(table="lines", where={"id": line["id"]}, field="status", value="suspended", weight=2.0,
+                        label="line suspended"),
+            FieldEquals(table="lines", where={"id": line["id"]}, field="suspension_reason", value="lost_or_stolen",
+                        weight=1.0, label="reason: lost or stolen"),
+            FieldEquals(table="lines", where={"id": line["id"]}, field="suspended_on", value=today.isoformat(),
+                        weight=1.0, label="suspended today"),
+            diff_only([ExpectedChange(table="lines", op="update", where={"id": line["id"]},
+                                      fields=["status", "suspension_reason", "suspended_on"]), line_event(line["id"])]),
+        ],
+        reference_solution=[call("get_my_account"),
+                            call("suspend_line", phone_number=phone, reason="lost_or_stolen")],
+        env_variables=env_for(line, today),
+        expected_answer=f"Your line {phone} is suspended as lost or stolen as of {today.isoformat()}.",
+        difficulty=2,
+        metadata={"phrasing": phrasing, "line_id": line["id"]},
+    )
+
+
+# ---------------------------------------------------------------- impossible
+
+
+ROAM_NO_PROMPTS = (
+    "Please enable international roaming on {phone}; I'm off to {country} {when}.",
+    "Turn on roaming for {phone}. I'll be in {country} {when}.",
+    "I need {phone} to work in {country} {when}. Switch roaming on, please.",
+    "Activate roaming on my line {phone} before I go to {country} {when}.",
+)
+
+
+def roaming_not_allowed_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """The line's plan has no roaming: the agent must refuse and change nothing."""
+    line = pick(rng, lines(world, "l.status = 'active' AND p.roaming_allowed = 0"))
+    if line is None:
+        return None
+    phrasing = rng.randrange(len(ROAM_NO_PROMPTS))
+    return TaskDraft(
+        prompt=ROAM_NO_PROMPTS[phrasing].format(phone=line["phone_number"], country=country_name(rng.choice(ABROAD)),
+                                                when=rng.choice(WHEN_TRAVEL)),
+        checks=impossible_checks("enable_roaming"),
+        reference_solution=[call("get_line_details", phone_number=line["phone_number"])],
+        env_variables=env_for(line, pick_today(rng)),
+        expected_answer=f"I cannot enable roaming on {line['phone_number']}: the {line['plan_name']} plan does not "
+                        "include international roaming. Switching to a plan with roaming would allow it.",
+        difficulty=2,
+        metadata={"phrasing": phrasing, "line_id": line["id"]},
+    )
+
+
+TOPUP_NO_PROMPTS = (
+    "Add a {gb} GB data top-up to {phone}.",
+    "Please buy {gb} GB of extra data for {phone}.",
+    "Can I get a {gb} GB top-up on {phone}? I'm streaming a lot this month.",
+    "Top up {phone} with {gb} GB, please.",
+)
+
+
+def topup_unlimited_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """Unlimited plans take no top-ups: refuse and change nothing."""
+    line = pick(rng, lines(world, "l.status = 'active' AND p.data_gb IS NULL"))
+    if line is None:
+        return None
+    gb = rng.choice(sorted(TOPUP_PRICES))
+    phrasing = rng.randrange(len(TOPUP_NO_PROMPTS))
+    return TaskDraft(
+        prompt=TOPUP_NO_PROMPTS[phrasing].format(phone=line["phone_number"], gb=gb),
+        checks=impossible_checks("add_data_topup"),
+        reference_solution=[call("get_line_details", phone_number=line["phone_number"])],
+        env_variables=env_for(line, pick_today(rng)),
+        expected_answer=f"I cannot add a top-up to {line['phone_number']}: it is on {line['plan_name']}, which "
+                        "already has unlimited data.",
+        difficulty=1,
+        metadata={"phrasing": phrasing, "line_id": line["id"]},
+    )
+
+
+LEGACY_PROMPTS = (
+    "Switch {phone} to the {plan} plan; it's cheaper.",
+    "Put {phone} on {plan}, please.",
+    "I used to be on {plan}. Move {phone} back to it.",
+    "Change {phone} to {plan} starting today.",
+)
+
+
+def legacy_plan_impossible(rng: random.Random, world: World) -> TaskDraft | None:
+    """A legacy plan is closed to switches: refuse and change nothing."""
+    legacy = [p for p in plans(world) if not p["available"]]
+    plan = pick(rng, legacy)
+    line = pick(rng, lines(world, "l.status = 'active'"))
+    if plan is None or line is None or line["plan_id"] == plan["id"]:
+        return None
+    phrasing = rng.randrange(len(LEGACY_PROMPTS))
+    return TaskDraft(
+        prompt=LEGACY_PROMPTS[phrasing].format(phone=line["phone_number"], plan=plan["name"]),
+        checks=impossible_checks("change_plan"),
+        reference_solution=[call("list_plans")],
+        env_variables=env_for(line, pick_today(rng)),
+        expected_answer=f"I cannot switch {line['phone_number']} to {plan['name']}: it is a legacy plan that is "
+                        "closed to new switches.",
+        difficulty=1,
+        metadata={"phrasing": phrasing, "line_id": line["id"], "plan": plan["code"]},
+    )
