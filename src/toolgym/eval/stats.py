@@ -83,6 +83,22 @@ def two_proportion_test(a: Rate, b: Rate, confidence: float = 0.95) -> Compariso
     return Comparison(a, b, difference, (difference - z * se, difference + z * se), float(p_value), "two-proportion z-test")
 
 
+def newcombe_interval(a: Rate, b: Rate, confidence: float = 0.95) -> tuple[float, float]:
+    """Interval of b − a from the two Wilson intervals (Newcombe's hybrid score, method 10).
+
+    Unlike the Wald interval it stays within [−1, 1] and is not zero-width at 0/n or n/n, so
+    small before/after tables (0/6 → 6/6) get an honest interval.
+    """
+    if not a.total or not b.total:
+        raise ValueError("both rates need a non-zero denominator")
+    low_a, high_a = wilson_interval(a.successes, a.total, confidence)
+    low_b, high_b = wilson_interval(b.successes, b.total, confidence)
+    difference = b.value - a.value
+    low = difference - math.sqrt((b.value - low_b) ** 2 + (high_a - a.value) ** 2)
+    high = difference + math.sqrt((high_b - b.value) ** 2 + (a.value - low_a) ** 2)
+    return (max(-1.0, low), min(1.0, high))
+
+
 def mcnemar_test(a_passed: list[bool], b_passed: list[bool]) -> Comparison:
     """Paired test over the same tasks: exact binomial on the discordant pairs."""
     if len(a_passed) != len(b_passed):

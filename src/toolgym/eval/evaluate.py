@@ -1,0 +1,165 @@
+"""run_eval: trials of sampled rollouts plus one greedy pass, then the per-env / per-split tables.
+
+Layout written under OUT (each sub-run is an ordinary, resumable `toolgym rollout` folder):
+
+    OUT/trial-<t>/results.jsonl   trial t: its own rollout sub-run, samples_per_task samples of every
+                                  task (sample_index 0..N-1), sampling seed = seed + t - 1
+    OUT/greedy/results.jsonl      temperature 0, one sample per task (greedy pass@1)
+    OUT/manifest.json             kind "eval": how trials were made, k values, policy, task sha256
+    OUT/eval.json, OUT/eval.md    the summary as data and as markdown tables
+
+Trials are separate sub-runs (not sample-index ranges of one run) so each keeps its own manifest
+and seed and can be resumed or re-run alone; the manifest records this as `trial_layout`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from toolgym.dataset.manifest import write_manifest
+from toolgym.envs import Environment, make_env
+from toolgym.eval.records import GREEDY_DIR, TRIAL_PREFIX, load_run
+from toolgym.eval.summary import EvalSummary, summarize
+from toolgym.eval.tables import summary_markdown
+from toolgym.policy.base import Policy, SamplingParams
+from toolgym.rollout.runner import RolloutSummary, run_rollout, tasks_digest
+from toolgym.schema import Task
+
+TRIAL_LAYOUT = "sub-run"  # trial t = OUT/trial-<t>/ (its own rollout run), not a sample-index range
+SUMMARY_JSON = "eval.json"
+SUMMARY_MD = "eval.md"
+
+
+@dataclass
+class EvalConfig:
+    """What an eval run samples; stored in its manifest."""
+
+    samples_per_task: int = 1
+    trials: int = 1
+    ks: list[int] = field(default_factory=lambda: [1])
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 512
+    seed: int | None = 0
+    greedy: bool = True
+    concurrency: int = 8
+    max_turns: int = 20
+    max_context_tokens: int = 4096
+    timeout_s: float = 120.0
+    done_tool: bool = False
+
+    def __post_init__(self) -> None:
+        if self.samples_per_task < 1 or self.trials < 1:
+            raise ValueError("samples per task and trials must be at least 1")
+        if not self.ks or min(self.ks) < 1:
+            raise ValueError(f"k values must be ≥ 1, got {self.ks}")
+
+    @property
+    def samples_in_total(self) -> int:
+        return self.samples_per_task * self.trials
+
+    def trial_sampling(self, trial: int) -> SamplingParams:
+        return SamplingParams(
+            temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
+            max_new_tokens=self.max_new_tokens, seed=None if self.seed is None else self.seed + trial - 1,
+        )
+
+    def greedy_sampling(self) -> SamplingParams:
+        return SamplingParams(temperature=0.0, max_new_tokens=self.max_new_tokens, seed=self.seed)
+
+    def warnings(self) -> list[str]:
+        """k values no task can reach: said up front rather than estimated."""
+        return [
+            f"pass@{k} needs n ≥ {k} samples per task but this eval draws {self.samples_in_total} "
+            f"({self.samples_per_task} × {self.trials} trials): it will be reported as n/a"
+            for k in self.ks if k > self.samples_in_total
+        ]
+
+
+@dataclass
+class EvalResult:
+    out_dir: Path
+    summary: EvalSummary
+    rollouts: dict[str, RolloutSummary]
+    seconds: float
+
+
+async def run_eval(
+    tasks: list[Task],
+    policy: Policy | Callable[[], Policy],
+    *,
+    out_dir: str | Path,
+    config: EvalConfig | None = None,
+    tasks_path: str | Path | None = None,
+    tasks_sha256: str | None = None,
+    env_factory: Callable[[str], Environment] = make_env,
+    progress: bool = False,
+    console: Console | None = None,
+    name: str | None = None,
+) -> EvalResult:
+    """Run every trial and the greedy pass (each resumable), then summarize and write the tables."""
+    config = config or EvalConfig()
+    if not tasks:
+        raise ValueError("no tasks to evaluate")
+    started = time.perf_counter()
+    out = Path(out_dir)
+    owns_policy = not isinstance(policy, Policy)
+    handle: Policy = policy() if owns_policy else policy  # type: ignore[operator,assignment]
+    digest = tasks_sha256 or tasks_digest(tasks)
+    rollouts: dict[str, RolloutSummary] = {}
+    common = {
+        "concurrency": config.concurrency, "max_turns": config.max_turns,
+        "max_context_tokens": config.max_context_tokens, "timeout_s": config.timeout_s,
+        "done_tool": config.done_tool, "env_factory": env_factory, "tasks_sha256": digest,
+        "tasks_path": tasks_path, "progress": progress, "console": console,
+    }
+    try:
+        for trial in range(1, config.trials + 1):
+            label = f"{TRIAL_PREFIX}{trial}"
+            if console is not None:
+                console.print(f"eval {label}: {len(tasks)} task(s) × {config.samples_per_task} sample(s)")
+            rollouts[label] = await run_rollout(
+                tasks, handle, out_dir=out / label, samples_per_task=config.samples_per_task,
+                sampling=config.trial_sampling(trial), config={"eval_trial": trial}, **common,
+            )
+        if config.greedy:
+            if console is not None:
+                console.print(f"eval {GREEDY_DIR}: {len(tasks)} task(s) at temperature 0")
+            rollouts[GREEDY_DIR] = await run_rollout(
+                tasks, handle, out_dir=out / GREEDY_DIR, samples_per_task=1,
+                sampling=config.greedy_sampling(), config={"eval_greedy": True}, **common,
+            )
+        policy_name, checkpoint = handle.name, handle.checkpoint
+    finally:
+        if owns_policy:
+            await handle.close()
+    seconds = time.perf_counter() - started
+    write_manifest(
+        out, "eval",
+        policy=policy_name, checkpoint=checkpoint, tasks_path=str(tasks_path) if tasks_path else None,
+        tasks_sha256=digest, task_count=len(tasks), config=asdict(config),
+        trial_layout=TRIAL_LAYOUT,
+        trials=[{"trial": t, "dir": f"{TRIAL_PREFIX}{t}", "seed": config.trial_sampling(t).seed,
+                 "sample_indexes": [0, config.samples_per_task - 1]} for t in range(1, config.trials + 1)],
+        greedy={"dir": GREEDY_DIR, "temperature": 0.0} if config.greedy else None,
+        seconds=round(seconds, 3),
+        rollouts={label: summary.to_dict() for label, summary in rollouts.items()},
+    )
+    summary = summarize_eval_dir(out, config.ks, name=name)
+    return EvalResult(out_dir=out, summary=summary, rollouts=rollouts, seconds=seconds)
+
+
+def summarize_eval_dir(out_dir: str | Path, ks: list[int], name: str | None = None) -> EvalSummary:
+    """Read a run folder, compute its tables, and write eval.json and eval.md next to it."""
+    out = Path(out_dir)
+    summary = summarize(load_run(out, name=name), ks)
+    (out / SUMMARY_JSON).write_text(json.dumps(summary.to_dict(), indent=2, allow_nan=False) + "\n")
+    (out / SUMMARY_MD).write_text(f"# Eval: {summary.name}\n\n" + summary_markdown(summary))
+    return summary
