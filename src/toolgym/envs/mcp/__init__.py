@@ -1,0 +1,26 @@
+"""MCP both ways: serve an environment's tools over MCP, and use a remote MCP server as an environment.
+
+Serve (`server.py`): `toolgym serve env booking --transport stdio|http [--port 0] [--env-var KEY=VALUE]`.
+Any MCP client sees the agent tools; each session has its own state. A trainer resets a session
+per episode with the custom method `toolgym/reset {"envVariables": {...}}`, and reads state with
+`toolgym/diff` and `toolgym/database` (`protocol.py`; in Python: `session.send_request(
+toolgym_request(RESET_METHOD, ResetParams(env_variables=...)), RESULT)`).
+
+Use (`remote.py`, `factory.py`): `RemoteMCPEnvironment("http://host:8000/mcp")` or
+`RemoteMCPEnvironment(["my-mcp-server", "--flag"])` stands in for an Environment in episodes,
+verification and replay; `remote_env_factory(["stdio"])` or `remote_env_factory(["booking=http://…/mcp"])`
+is an `env_factory` for `run_rollout`.
+
+Needs the `mcp` SDK 2.x (the low-level `Server` with `on_*` handlers, `mcp.Client`).
+"""
+
+from toolgym.envs.mcp.factory import parse_remote_spec, remote_env_factory, toolgym_stdio_command
+from toolgym.envs.mcp.remote import RemoteMCPEnvironment, RemoteStateError
+
+__all__ = [
+    "RemoteMCPEnvironment",
+    "RemoteStateError",
+    "parse_remote_spec",
+    "remote_env_factory",
+    "toolgym_stdio_command",
+]
