@@ -1,0 +1,409 @@
+"""tracker + code_host: tickets that track real pull requests, and issues that become tickets.
+
+The tracker seed links tickets to code_host pull requests ('owner/repo#12' in `code_ref`) and
+projects to repositories, over the same people. Tasks cross that link both ways: merge a ticket's
+pull request and close the ticket, approve-then-merge, refuse when the pull request cannot be
+merged (failing CI, no approval, no write access) or the ticket cannot be closed (an open blocker),
+report a pull request's readiness, and file a code_host issue as a tracker ticket.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections import deque
+from typing import Any
+
+from toolgym.envs.app import TaskDraft
+from toolgym.envs.apps.tracker.data import FIRST_TODAY
+from toolgym.envs.multi.base import (
+    WINDOW_END,
+    Composition,
+    MultiTaskFamily,
+    Scratch,
+    Unusable,
+    Worlds,
+    call,
+    choice,
+    env_vars,
+    guarded,
+    impossible_checks,
+    no_change,
+    phrase,
+    random_day,
+)
+from toolgym.schema import AnswerContains, DiffOnly, ExpectedChange, FieldEquals, RowExists
+
+METHODS: dict[str, tuple[str, ...]] = {
+    "merge": ("with a merge commit", "using a regular merge"),
+    "squash": ("as a squash merge", "squashing the commits"),
+    "rebase": ("with a rebase merge", "by rebasing"),
+}
+PRIORITIES = ("Highest", "High", "Medium", "Low", "Lowest")
+TICKET_TYPES = ("bug", "task", "story")
+WRITE = ("write", "admin")
+
+
+def _today(rng: random.Random) -> dt.date:
+    """After the tracker's seeded activity (which ends the day before FIRST_TODAY)."""
+    return random_day(rng, FIRST_TODAY, WINDOW_END)
+
+
+def _approvals(worlds: Worlds, pr_id: int) -> list[str]:
+    """Same rule as code_host: a reviewer's latest approve/request-changes review decides."""
+    latest: dict[str, str] = {}
+    for row in worlds["code_host"].query(
+        "SELECT reviewer, state FROM reviews WHERE pr_id=? AND state != 'commented' ORDER BY id", (pr_id,)
+    ):
+        latest[row["reviewer"]] = row["state"]
+    return sorted(r for r, s in latest.items() if s == "approved")
+
+
+def linked_tickets(worlds: Worlds) -> list[dict[str, Any]]:
+    """Every ticket that names a pull request, with that pull request's state from the code_host seed."""
+    tracker, code_host = worlds["tracker"], worlds["code_host"]
+    rows = tracker.query(
+        "SELECT t.id, t.key, t.status, t.summary, t.project_id, t.code_ref, p.key AS project_key FROM tickets t "
+        "JOIN projects p ON p.id = t.project_id WHERE t.code_ref IS NOT NULL ORDER BY t.id"
+    )
+    linked = []
+    for row in rows:
+        repo, _, number = row["code_ref"].rpartition("#")
+        owner, _, name = repo.partition("/")
+        repo_row = code_host.one("SELECT id, visibility FROM repos WHERE owner=? AND name=?", (owner, name))
+        if repo_row is None:
+            continue
+        pr = code_host.one("SELECT * FROM pull_requests WHERE repo_id=? AND number=?", (repo_row["id"], int(number)))
+        if pr is None:
+            continue
+        linked.append({**row, "repo": repo, "repo_id": repo_row["id"], "visibility": repo_row["visibility"],
+                       "number": int(number), "pr_id": pr["id"], "pr_state": pr["state"], "ci": pr["ci_status"],
+                       "author": pr["author"], "approvals": _approvals(worlds, pr["id"])})
+    return linked
+
+
+def permissions(worlds: Worlds, repo_id: int) -> dict[str, str]:
+    return {r["username"]: r["permission"] for r in worlds["code_host"].query(
+        "SELECT username, permission FROM collaborators WHERE repo_id=? ORDER BY username", (repo_id,))}
+
+
+def members(worlds: Worlds, project_id: int) -> list[str]:
+    return [r["username"] for r in worlds["tracker"].query(
+        "SELECT username FROM project_members WHERE project_id=? ORDER BY username", (project_id,))]
+
+
+def user_env(worlds: Worlds, username: str, today: dt.date) -> dict[str, str]:
+    row = worlds["tracker"].one("SELECT name FROM users WHERE username=?", (username,))
+    return env_vars(username, row["name"] if row else username, today)
+
+
+def path_to_done(scratch: Scratch, project: str, status: str) -> list[str]:
+    """The shortest run of allowed transitions from `status` to Done, read from the project's workflow."""
+    moves: dict[str, list[str]] = scratch("get_project", project=project)["transitions"]
+    seen: dict[str, list[str]] = {status: []}
+    queue = deque([status])
+    while queue:
+        current = queue.popleft()
+        if current == "Done":
+            return seen[current]
+        for target in moves.get(current, []):
+            if target not in seen:
+                seen[target] = [*seen[current], target]
+                queue.append(target)
+    raise Unusable(f"no path from {status!r} to Done in {project}")
+
+
+def _merge_phrase(rng: random.Random) -> tuple[str, str]:
+    method = rng.choice(sorted(METHODS))
+    return method, rng.choice(METHODS[method])
+
+
+def _merge_checks(ticket: dict[str, Any], method: str, me: str, approved_by_me: bool) -> list:
+    """The pull request merged by me with the asked method, the ticket Done, and nothing else changed."""
+    expected = [
+        ExpectedChange(table="code_host.pull_requests", op="update", where={"id": ticket["pr_id"]},
+                       fields=["state", "merged_at", "merged_by", "merge_method"]),
+        ExpectedChange(table="tracker.tickets", op="update", where={"id": ticket["id"]},
+                       fields=["status", "updated_at", "resolved_at"]),
+    ]
+    checks: list = [
+        FieldEquals(table="code_host.pull_requests", where={"id": ticket["pr_id"]}, field="state", value="merged",
+                    weight=2.0, label=f"{ticket['repo']}#{ticket['number']} merged"),
+        FieldEquals(table="code_host.pull_requests", where={"id": ticket["pr_id"]}, field="merge_method",
+                    value=method, weight=1.0, label=f"merged with {method}"),
+        FieldEquals(table="tracker.tickets", where={"id": ticket["id"]}, field="status", value="Done", weight=2.0,
+                    label=f"{ticket['key']} is Done"),
+    ]
+    if approved_by_me:
+        expected.append(ExpectedChange(table="code_host.reviews", op="insert",
+                                       where={"pr_id": ticket["pr_id"], "reviewer": me, "state": "approved"}))
+        checks.append(RowExists(table="code_host.reviews", where={"pr_id": ticket["pr_id"], "reviewer": me,
+                                                                   "state": "approved"}, count=1, weight=1.0,
+                                label=f"{me} approved the pull request"))
+    checks.append(DiffOnly(expected=expected, weight=2.0, label="only the merge and the ticket changed"))
+    checks.append(AnswerContains(values=[ticket["key"]], weight=1.0, label="names the ticket"))
+    return checks
+
+
+# -- families ----------------------------------------------------------------------------------------------
+
+MERGE_PHRASINGS = (
+    "Merge the pull request linked to {key} {how}, then move {key} to Done.",
+    "{key} is waiting on its pull request. Please merge that PR {how} and close the ticket as Done.",
+    "Ship the code for {key}: merge its linked pull request {how} and set the ticket to Done.",
+    "Can you land the PR attached to ticket {key} ({how}) and mark {key} Done afterwards?",
+)
+APPROVE_PHRASINGS = (
+    "Approve the pull request linked to {key}, merge it {how}, and move {key} to Done.",
+    "I've reviewed the PR for {key} and it looks good: approve it, merge it {how}, then close {key} as Done.",
+    "Please give the pull request behind {key} an approving review, merge it {how} and mark the ticket Done.",
+)
+
+
+def merge_and_close() -> MultiTaskFamily:
+    """Merge a ticket's approved, green pull request and walk the ticket to Done (code_host -> tracker)."""
+
+    @guarded
+    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
+        pool = [t for t in linked_tickets(worlds) if t["pr_state"] == "open" and t["ci"] == "passing" and t["approvals"]]
+        ticket = choice(rng, pool)
+        access = permissions(worlds, ticket["repo_id"])
+        me = choice(rng, [m for m in members(worlds, ticket["project_id"]) if access.get(m) in WRITE])
+        return _merge_draft(rng, worlds, ticket, me, approve=False)
+
+    return MultiTaskFamily("merge_linked_pr_and_close_ticket", "multi_step", generate)
+
+
+def approve_merge_and_close() -> MultiTaskFamily:
+    """Approve a green pull request nobody approved yet (not my own), merge it, close its ticket."""
+
+    @guarded
+    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
+        pool = [t for t in linked_tickets(worlds)
+                if t["pr_state"] == "open" and t["ci"] == "passing" and not t["approvals"]]
+        ticket = choice(rng, pool)
+        access = permissions(worlds, ticket["repo_id"])
+        me = choice(rng, [m for m in members(worlds, ticket["project_id"])
+                          if access.get(m) in WRITE and m != ticket["author"]])
+        return _merge_draft(rng, worlds, ticket, me, approve=True)
+
+    return MultiTaskFamily("approve_merge_and_close_ticket", "multi_step", generate)
+
+
+def _merge_draft(rng: random.Random, worlds: Worlds, ticket: dict[str, Any], me: str, approve: bool) -> TaskDraft:
+    today = _today(rng)
+    env = user_env(worlds, me, today)
+    scratch = worlds.scratch(env)
+    details = scratch("get_ticket", key=ticket["key"])
+    if details["open_blockers"]:
+        raise Unusable("the ticket is blocked")
+    steps = path_to_done(scratch, ticket["project_key"], details["status"])
+    method, how = _merge_phrase(rng)
+    writes = [
+        *([call("review_pull_request", repo=ticket["repo"], number=ticket["number"], event="approve")] if approve else []),
+        call("merge_pull_request", repo=ticket["repo"], number=ticket["number"], merge_method=method),
+        *(call("transition_ticket", key=ticket["key"], status=status) for status in steps),
+    ]
+    scratch.rehearse(writes)
+    index, prompt = phrase(rng, APPROVE_PHRASINGS if approve else MERGE_PHRASINGS, key=ticket["key"], how=how)
+    via = f" (through {', '.join(steps[:-1])})" if len(steps) > 1 else ""
+    answer = (f"{'I approved and merged' if approve else 'I merged'} {ticket['repo']}#{ticket['number']} ({method}) "
+              f"and moved {ticket['key']} to Done{via}.")
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env,
+        reference_solution=[call("get_ticket", key=ticket["key"]),
+                            call("get_pull_request", repo=ticket["repo"], number=ticket["number"]), *writes],
+        expected_answer=answer,
+        checks=_merge_checks(ticket, method, me, approved_by_me=approve),
+        difficulty=3 if approve or len(steps) > 1 else 2,
+        metadata={"phrasing": index, "ticket": ticket["key"], "pull_request": f"{ticket['repo']}#{ticket['number']}"},
+    )
+
+
+IMPOSSIBLE_PHRASINGS = MERGE_PHRASINGS[:3]
+
+
+def merge_and_close_impossible() -> MultiTaskFamily:
+    """The merge or the Done move is refused by a rule (CI, approval, access, a blocker): change nothing."""
+
+    @guarded
+    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
+        ticket = choice(rng, [t for t in linked_tickets(worlds) if t["pr_state"] == "open"])
+        access = permissions(worlds, ticket["repo_id"])
+        team = members(worlds, ticket["project_id"])
+        writers = [m for m in team if access.get(m) in WRITE]
+        readers = [m for m in team if access.get(m) not in WRITE
+                   and (ticket["visibility"] == "public" or m in access)]
+        if ticket["ci"] == "failing":
+            me, kind, reason = choice(rng, writers), "ci_failing", "its CI is failing"
+        elif not ticket["approvals"]:
+            me, kind, reason = choice(rng, writers), "no_approval", "it has no approving review"
+        elif readers and rng.random() < 0.5:
+            me, kind = choice(rng, readers), "no_write_access"
+            have = access.get(me)
+            reason = f"you only have {have} access to {ticket['repo']}" if have else \
+                f"you have no write access to {ticket['repo']}"
+        else:
+            me, kind, reason = choice(rng, writers), "blocked", ""
+        today = _today(rng)
+        env = user_env(worlds, me, today)
+        scratch = worlds.scratch(env)
+        details = scratch("get_ticket", key=ticket["key"])
+        if kind == "blocked":
+            if not details["open_blockers"]:
+                raise Unusable("nothing stops this merge")
+            reason = f"{ticket['key']} is blocked by unfinished {', '.join(details['open_blockers'])}"
+        elif scratch.fails("merge_pull_request", repo=ticket["repo"], number=ticket["number"]) is None:
+            raise Unusable("the merge would succeed")
+        method, how = _merge_phrase(rng)
+        index, prompt = phrase(rng, IMPOSSIBLE_PHRASINGS, key=ticket["key"], how=how)
+        return TaskDraft(
+            prompt=prompt,
+            env_variables=env,
+            reference_solution=[call("get_ticket", key=ticket["key"]),
+                                call("get_pull_request", repo=ticket["repo"], number=ticket["number"])],
+            expected_answer=f"I cannot merge {ticket['repo']}#{ticket['number']} and close {ticket['key']}: {reason}.",
+            checks=impossible_checks(["merge_pull_request", "transition_ticket"]),
+            difficulty=2,
+            metadata={"phrasing": index, "ticket": ticket["key"], "reason": kind, "method": method},
+        )
+
+    return MultiTaskFamily("merge_and_close_impossible", "impossible", generate)
+
+
+OPEN_PR_PHRASINGS = (
+    "Is the pull request for {key} ready to merge? Tell me its CI status and who has approved it.",
+    "What's the state of the PR linked to ticket {key}: is CI green, and which reviewers approved it?",
+    "Check the code review behind {key} for me: which PR is it, does its CI pass, and who approved it?",
+)
+MERGED_PR_PHRASINGS = (
+    "Who merged the pull request linked to {key}, and with which merge method?",
+    "{key} is Done. Which PR closed it out, who merged it and how was it merged?",
+    "Find the pull request behind ticket {key} and tell me who merged it and the merge method used.",
+)
+
+
+def pull_request_status() -> MultiTaskFamily:
+    """Read a ticket, follow its code_ref into code_host, and report the pull request's state."""
+
+    @guarded
+    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
+        ticket = choice(rng, [t for t in linked_tickets(worlds) if t["pr_state"] in ("open", "merged")])
+        access = permissions(worlds, ticket["repo_id"])
+        me = choice(rng, [m for m in members(worlds, ticket["project_id"])
+                          if ticket["visibility"] == "public" or m in access])
+        env = user_env(worlds, me, _today(rng))
+        scratch = worlds.scratch(env)
+        pr = scratch("get_pull_request", repo=ticket["repo"], number=ticket["number"])
+        ref = f"{ticket['repo']}#{ticket['number']}"
+        checks: list = [AnswerContains(values=[f"#{ticket['number']}"], weight=1.0, label="names the pull request")]
+        if pr["state"] == "open":
+            index, prompt = phrase(rng, OPEN_PR_PHRASINGS, key=ticket["key"])
+            approvers = pr["approvals"]
+            checks.append(AnswerContains(values=[pr["ci_status"]], weight=2.0, label="gives the CI status"))
+            checks += [AnswerContains(values=[name], weight=1.0, label=f"names approver {name}") for name in approvers]
+            ready = pr["ci_status"] == "passing" and bool(approvers)
+            approved = f"approved by {', '.join(approvers)}" if approvers else "no approvals yet"
+            answer = f"{ref} has {pr['ci_status']} CI and {approved}; it is {'' if ready else 'not '}ready to merge."
+        else:
+            index, prompt = phrase(rng, MERGED_PR_PHRASINGS, key=ticket["key"])
+            index += len(OPEN_PR_PHRASINGS)
+            checks += [AnswerContains(values=[pr["merged_by"]], weight=2.0, label="names who merged it"),
+                       AnswerContains(values=[pr["merge_method"]], weight=1.0, label="gives the merge method")]
+            answer = f"{ref} was merged by {pr['merged_by']} with the {pr['merge_method']} method on {pr['merged_at']}."
+        return TaskDraft(
+            prompt=prompt,
+            env_variables=env,
+            reference_solution=[call("get_ticket", key=ticket["key"]),
+                                call("get_pull_request", repo=ticket["repo"], number=ticket["number"])],
+            expected_answer=answer,
+            checks=[*checks, no_change()],
+            difficulty=1,
+            metadata={"phrasing": index, "ticket": ticket["key"], "pull_request": ref},
+        )
+
+    return MultiTaskFamily("linked_pull_request_status", "lookup", generate)
+
+
+ISSUE_PHRASINGS = (
+    "File {repo}#{number} in the tracker: create a {type} in the project that works on {repo}, with the issue's "
+    "title as its summary and priority {priority}. Then comment on the issue with the new ticket's key.",
+    "Issue #{number} in {repo} needs tracking. Open a {priority}-priority {type} for it in the right tracker "
+    "project (same summary as the issue title) and leave a comment on the issue saying which ticket tracks it.",
+    "Please copy GitHub issue {repo}#{number} into our tracker as a {type} (summary = the issue title, priority "
+    "{priority}) in the project linked to that repository, and reply on the issue with the ticket key.",
+)
+
+
+def issue_to_ticket() -> MultiTaskFamily:
+    """A code_host issue becomes a tracker ticket in the repository's project; the issue gets the key."""
+
+    @guarded
+    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
+        link = choice(rng, worlds["tracker"].query(
+            "SELECT r.project_id, r.repo, p.key AS project_key FROM project_repos r JOIN projects p "
+            "ON p.id = r.project_id ORDER BY r.id"))
+        owner, _, name = link["repo"].partition("/")
+        code_host = worlds["code_host"]
+        repo = code_host.one("SELECT id, visibility FROM repos WHERE owner=? AND name=?", (owner, name))
+        if repo is None:
+            raise Unusable("linked repository missing")
+        issue = choice(rng, code_host.query(
+            "SELECT id, number, title FROM issues WHERE repo_id=? AND state='open' ORDER BY number", (repo["id"],)))
+        access = permissions(worlds, repo["id"])
+        me = choice(rng, [m for m in members(worlds, link["project_id"])
+                          if repo["visibility"] == "public" or m in access])
+        if worlds["tracker"].one("SELECT 1 AS x FROM tickets WHERE project_id=? AND summary=?",
+                                 (link["project_id"], issue["title"].strip())):
+            raise Unusable("a ticket with this summary exists")
+        kind, priority = rng.choice(TICKET_TYPES), rng.choice(PRIORITIES)
+        env = user_env(worlds, me, _today(rng))
+        scratch = worlds.scratch(env)
+        create = call("create_ticket", project=link["project_key"], summary=issue["title"], type=kind,
+                      priority=priority)
+        key = scratch.rehearse([create])[0]["key"]
+        note = call("comment_on_issue", repo=link["repo"], number=issue["number"], body=f"Tracked in {key}.")
+        scratch.rehearse([note])
+        index, prompt = phrase(rng, ISSUE_PHRASINGS, repo=link["repo"], number=issue["number"], type=kind,
+                               priority=priority)
+        ticket_where = {"project_id": link["project_id"], "summary": issue["title"].strip()}
+        earlier = len(code_host.query("SELECT id FROM comments WHERE issue_id=? AND author=? ORDER BY id",
+                                      (issue["id"], me)))
+        checks = [
+            RowExists(table="tracker.tickets", where={**ticket_where, "type": kind, "priority": priority,
+                                                      "reporter": me}, count=1, weight=3.0,
+                      label=f"{kind} '{issue['title']}' filed in {link['project_key']}"),
+            RowExists(table="code_host.comments", where={"issue_id": issue["id"], "author": me},
+                      count=earlier + 1, weight=1.0, label=f"comment on {link['repo']}#{issue['number']}"),
+            DiffOnly(expected=[ExpectedChange(table="tracker.tickets", op="insert", where=ticket_where),
+                               ExpectedChange(table="code_host.comments", op="insert",
+                                              where={"issue_id": issue["id"], "author": me})],
+                     weight=2.0, label="only the new ticket and the comment"),
+            AnswerContains(values=[key], weight=1.0, label="gives the new ticket key"),
+        ]
+        return TaskDraft(
+            prompt=prompt,
+            env_variables=env,
+            reference_solution=[call("get_issue", repo=link["repo"], number=issue["number"]), call("list_projects"),
+                                create, note],
+            expected_answer=f"I created {key} ({kind}, {priority}) in {link['project_key']} for {link['repo']}"
+                            f"#{issue['number']} and commented on the issue.",
+            checks=checks,
+            difficulty=2,
+            metadata={"phrasing": index, "issue": f"{link['repo']}#{issue['number']}", "ticket": key},
+        )
+
+    return MultiTaskFamily("code_host_issue_to_ticket", "multi_step", generate)
+
+
+def families() -> list[MultiTaskFamily]:
+    return [merge_and_close(), approve_merge_and_close(), merge_and_close_impossible(), pull_request_status(),
+            issue_to_ticket()]
+
+
+COMPOSITION = Composition(
+    apps=("tracker", "code_host"),
+    description="Tickets linked to pull requests of the projects' repositories, over the same engineers.",
+    families=families,
+)
