@@ -1,0 +1,108 @@
+"""`toolgym model init-tiny`: build the embedded tiny Qwen3 model folder from seeded inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(no_args_is_help=True)
+console = Console()
+
+
+@app.command("init-tiny")
+def init_tiny_command(
+    out: Path = typer.Argument(..., help="Folder to write the model, tokenizer and toolgym.json into."),
+    hidden_size: int = typer.Option(128, help="Hidden size of the Qwen3 network."),
+    layers: int = typer.Option(4, help="Number of decoder layers."),
+    heads: int = typer.Option(4, help="Attention heads (must divide hidden size)."),
+    kv_heads: int = typer.Option(2, help="Key/value heads (must divide heads)."),
+    seed: int = typer.Option(0, help="Weight-initialisation seed: the same seed gives the same weights."),
+    prompt_style: str = typer.Option("compact", help="Prompt style the model is meant for: compact or full."),
+    context_length: int = typer.Option(4096, help="Maximum sequence length (prompt + generation)."),
+    vocab_size: int = typer.Option(4000, help="BPE vocabulary size of the tokenizer trained on the env suite."),
+) -> None:
+    """Train the tokenizer on the env suite and write a randomly initialised Qwen3ForCausalLM."""
+    from toolgym.agent.render import PROMPT_STYLES
+    from toolgym.model.tiny import init_tiny
+
+    if prompt_style not in PROMPT_STYLES:
+        raise typer.BadParameter(f"must be one of {', '.join(PROMPT_STYLES)}; got {prompt_style!r}", param_hint="--prompt-style")
+    try:
+        path = init_tiny(
+            out, hidden_size=hidden_size, layers=layers, heads=heads, kv_heads=kv_heads, seed=seed,
+            prompt_style=prompt_style,  # type: ignore[arg-type]
+            context_length=context_length, vocab_size=vocab_size,
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    files = ", ".join(sorted(p.name for p in path.iterdir()))
+    console.print(f"wrote tiny model to [bold]{path}[/bold]: {files}")
+
+
+@app.command("pretrain-tiny")
+def pretrain_tiny_command(
+    out: Path = typer.Argument(..., help="Folder to write the pre-trained model, tokenizer, toolgym.json and MODEL_CARD.md."),
+    seed: int = typer.Option(0, help="One seed fixes the tokenizer corpus, the init, the corpus order and so every loss."),
+    steps: int | None = typer.Option(None, help="Training steps (default: the shipped recipe's)."),
+    threads: int | None = typer.Option(None, help="torch threads (default: the recipe's; results depend on it)."),
+) -> None:
+    """Pre-train the tiny default model from scratch on the generic synthetic tool-use corpus (CPU)."""
+    from dataclasses import replace
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from toolgym.model.pretrain.recipe import TinyRecipe, pretrain_tiny
+
+    recipe = TinyRecipe(seed=seed)
+    train = recipe.train
+    if steps is not None:
+        train = replace(train, steps=steps)
+    if threads is not None:
+        train = replace(train, threads=threads)
+    recipe = replace(recipe, train=replace(train, seed=seed))
+    columns = (TextColumn("[bold]pre-training[/bold]"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
+               TextColumn("loss {task.fields[loss]:.3f}"), TextColumn("{task.fields[cpu]:.1f} CPU-min"), TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task("pretrain", total=recipe.train.steps, loss=float("nan"), cpu=0.0)
+
+        def on_step(record) -> None:  # type: ignore[no-untyped-def]
+            progress.update(bar, completed=record.step + 1, loss=record.loss, cpu=record.cpu_s / 60)
+
+        def on_eval(step: int, cpu_s: float, result: dict) -> None:  # type: ignore[type-arg]
+            exact = result["exact"]
+            keys = ("copy_entity", "select_extreme", "date_relative", "copy_from_result", "answer_quote")
+            progress.console.print(
+                f"step {step}: held-out loss {result['loss']:.3f}, token accuracy {result['token_accuracy']:.3f}; "
+                + ", ".join(f"{k} {exact.get(k, 0):.2f}" for k in keys)
+            )
+
+        report = pretrain_tiny(out, recipe, on_step=on_step, on_eval=on_eval)
+    console.print(
+        f"wrote [bold]{report.out}[/bold]: {report.parameters / 1e6:.2f}M parameters, {report.steps} steps, "
+        f"{report.tokens:,} tokens, {report.cpu_seconds / 60:.1f} CPU-minutes ({report.wall_seconds / 60:.1f} wall)"
+    )
+
+
+@app.command("verify-default")
+def verify_default_command(
+    model_dir: Path | None = typer.Argument(None, help="Model folder to verify (default: the shipped default)."),
+    steps: int | None = typer.Option(None, help="How many of the recorded first steps to re-run (default: all)."),
+    tolerance: float = typer.Option(1e-4, help="Largest allowed absolute loss difference."),
+) -> None:
+    """Rebuild the tokenizer and re-run the first training steps from the seed; the losses must match."""
+    from toolgym.model.pretrain.recipe import DEFAULT_MODEL_DIR, verify_default
+
+    folder = model_dir or DEFAULT_MODEL_DIR
+    try:
+        result = verify_default(folder, steps=steps, tolerance=tolerance)
+    except (FileNotFoundError, ValueError) as exc:
+        console.print(f"[red]cannot verify:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    for index, (expected, observed) in enumerate(zip(result.expected, result.observed, strict=True)):
+        console.print(f"step {index:3d}: recorded {expected:.6f}  rebuilt {observed:.6f}  diff {abs(expected - observed):.1e}")
+    colour = "green" if result.ok else "red"
+    console.print(f"[{colour}]{'OK' if result.ok else 'FAILED'}[/{colour}]: {result.message}")
+    if not result.ok:
+        raise typer.Exit(1)

@@ -1,0 +1,71 @@
+"""`toolgym serve policy CHECKPOINT [--lora ADAPTER]`: an OpenAI-compatible server for a checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(no_args_is_help=True)
+console = Console(stderr=True)
+
+
+@app.command("policy")
+def policy(
+    checkpoint: Path = typer.Argument(..., help="Model folder (config.json, weights, tokenizer)."),
+    lora: Path | None = typer.Option(None, "--lora", help="peft LoRA adapter folder loaded on the base."),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8000, "--port"),
+    model_name: str | None = typer.Option(None, "--model-name", help="Name clients send as `model` (default: CHECKPOINT)."),
+    device: str = typer.Option("cpu", "--device"),
+    dtype: str = typer.Option("auto", "--dtype", help="auto | float32 | bfloat16 | float16"),
+    max_batch_size: int = typer.Option(32, "--max-batch-size", min=1),
+    batch_wait_ms: float = typer.Option(10.0, "--batch-wait-ms", min=0.0),
+    parser: str = typer.Option("hermes", "--parser", help="Tool-call parser for chat completions."),
+    log_level: str = typer.Option("warning", "--log-level"),
+) -> None:
+    """Serve /v1/models, /v1/chat/completions and /v1/completions (token ids + logprobs), batched."""
+    from toolgym.policy.server import load_served_model, serve
+
+    try:
+        served = load_served_model(
+            str(checkpoint), lora=str(lora) if lora else None, model_name=model_name, parser=parser,
+            device=device, dtype=dtype, max_batch_size=max_batch_size, batch_wait_ms=batch_wait_ms,
+        )
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    console.print(f"serving {served.model_name} ({served.policy.checkpoint}) on http://{host}:{port}/v1")
+    serve(served, host=host, port=port, log_level=log_level)
+
+
+@app.command("env")
+def env(
+    app_name: str = typer.Argument(..., metavar="APP", help="An app, or apps joined by '+' (e.g. mail+drive)."),
+    transport: str = typer.Option("stdio", "--transport", help="stdio (one session) | http (Streamable HTTP at /mcp)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="http: interface to listen on."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="http: port; 0 picks a free one (the URL goes to stderr)."),
+    env_var: list[str] | None = typer.Option(
+        None, "--env-var", help="KEY=VALUE env_variable every session starts with (repeatable); "
+        "a client replaces them per session with the toolgym/reset method."
+    ),
+    session_idle_timeout: float = typer.Option(1800.0, "--session-idle-timeout", min=1.0, help="http: seconds before an idle session (and its state) is dropped."),
+    log_level: str = typer.Option("warning", "--log-level", help="http: uvicorn log level."),
+) -> None:
+    """Serve an environment's agent tools over MCP, one isolated state per session (see toolgym.envs.mcp.server)."""
+    from toolgym.envs.mcp.server import parse_env_variables, run_server
+
+    if transport not in ("stdio", "http"):
+        console.print(f"[red]error:[/red] --transport {transport!r}: use stdio or http")
+        raise typer.Exit(2)
+    try:
+        variables = parse_env_variables(env_var)
+        run_server(
+            app_name, transport, host=host, port=port, env_variables=variables,
+            session_idle_timeout_s=session_idle_timeout, log_level=log_level,
+        )
+    except (KeyError, ValueError, OSError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        console.print(f"[red]error:[/red] {message}", soft_wrap=True)
+        raise typer.Exit(2) from exc

@@ -1,0 +1,53 @@
+"""Policy specs on the command line: `oracle`, `hf:MODEL_DIR`, `openai:BASE_URL#MODEL[#token]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from toolgym.agent.render import PROMPT_STYLES
+from toolgym.policy.base import Policy
+
+SPEC_HELP = "oracle | hf:MODEL_DIR | openai:BASE_URL#MODEL[#token]"
+
+
+def make_policy(
+    spec: str,
+    *,
+    device: str = "cpu",
+    tokenizer_dir: str | Path | None = None,
+    api_key: str | None = None,
+    prompt_style: str | None = None,
+    **hf_kwargs: Any,
+) -> Policy:
+    """Build the policy a spec names; a bad spec raises ValueError saying what is allowed.
+
+    Token mode against a server needs the model's tokenizer here (`tokenizer_dir`, or MODEL when
+    it is a local folder), because prompts are rendered on this side. `prompt_style` tells a chat-mode
+    policy which system prompt the served model expects (default: MODEL's toolgym.json, else full).
+    """
+    if prompt_style is not None and prompt_style not in PROMPT_STYLES:
+        raise ValueError(f"prompt style {prompt_style!r}: use one of {', '.join(PROMPT_STYLES)}")
+    if spec == "oracle":
+        # The instructing oracle plays a plain reference solution exactly like OraclePolicy, and
+        # speaks user-owned (dual-control) calls as instructions for the user simulator.
+        from toolgym.agent.users.instructing_oracle import InstructingOraclePolicy
+
+        return InstructingOraclePolicy()
+    kind, _, rest = spec.partition(":")
+    if kind == "hf" and rest:
+        from toolgym.policy.hf import HFPolicy
+
+        return HFPolicy(rest, device=device, **hf_kwargs)
+    if kind == "openai" and rest:
+        from toolgym.policy.openai_policy import OpenAIPolicy
+
+        parts = rest.split("#")
+        if len(parts) not in (2, 3) or not parts[0] or not parts[1] or (len(parts) == 3 and parts[2] not in ("token", "chat")):
+            raise ValueError(f"policy spec {spec!r}: write openai:BASE_URL#MODEL or openai:BASE_URL#MODEL#token")
+        mode = parts[2] if len(parts) == 3 else "chat"
+        if mode == "token" and tokenizer_dir is None and Path(parts[1]).is_dir():
+            tokenizer_dir = parts[1]
+        return OpenAIPolicy(parts[0], parts[1], api_key=api_key or "EMPTY", mode=mode,  # type: ignore[arg-type]
+                            tokenizer_dir=tokenizer_dir, prompt_style=prompt_style)  # type: ignore[arg-type]
+    raise ValueError(f"unknown policy spec {spec!r}; use {SPEC_HELP}")

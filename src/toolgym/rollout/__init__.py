@@ -1,0 +1,1 @@
+"""The rollout engine: concurrent episodes into a durable, resumable results.jsonl."""

@@ -1,0 +1,279 @@
+"""run_rollout: many episodes at once, one durable results.jsonl row each, resumable after a kill.
+
+`concurrency` worker slots (each an EpisodeWorker with its own environments) share one policy
+handle, so a batching policy sees up to `concurrency` pending turns at a time. Every finished
+episode is appended, flushed and fsynced before the next is counted; re-running the same command
+skips the (task_id, sample_index) pairs already written and drops a torn last line. One broken
+episode never stops the run: it becomes a `status="error"` row carrying its cause.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from toolgym.agent.parse import ToolCallParser
+from toolgym.agent.render import Renderer
+from toolgym.agent.user import UserSimulator
+from toolgym.dataset.manifest import read_manifest, write_manifest
+from toolgym.envs import Environment, make_env
+from toolgym.policy.base import Policy, SamplingParams
+from toolgym.rollout.results import (
+    RESULTS_FILE,
+    episode_to_row,
+    read_rows,
+    repair_torn_tail,
+    rewrite_rows,
+    row_key,
+)
+from toolgym.rollout.worker import EpisodeWorker
+from toolgym.schema import Task
+from toolgym.schema.jsonl import JsonlWriter
+
+PolicySource = Policy | Callable[[], Policy]
+# Fields that must match for a resumed run to append to the same results.jsonl (the task file's
+# sha256 only when the tasks came from a file: an in-memory list may grow between calls).
+RESUME_KEYS = ("tasks_sha256", "policy", "checkpoint", "sampling")
+
+
+class RolloutError(RuntimeError):
+    """The run cannot start or continue (inconsistent resume, duplicate task ids)."""
+
+
+@dataclass
+class RolloutSummary:
+    """Counts over the whole results.jsonl of a run folder (resumed rows included)."""
+
+    out_dir: str
+    episodes: int = 0
+    ran: int = 0  # episodes run by this call
+    skipped: int = 0  # already in results.jsonl when this call started
+    ok: int = 0
+    truncated: int = 0
+    error: int = 0
+    passed: int = 0
+    repaired_bytes: int = 0  # a torn last line dropped on resume
+    seconds: float = 0.0
+    errors_by_cause: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def scored(self) -> int:
+        """Episodes with a reward signal: errors are excluded from the denominator, never counted as 0."""
+        return self.episodes - self.error
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.scored if self.scored else 0.0
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.episodes += 1
+        status = row.get("status")
+        if status == "error":
+            self.error += 1
+            cause = str(row.get("error") or "unknown").split(":", 1)[0]
+            self.errors_by_cause[cause] = self.errors_by_cause.get(cause, 0) + 1
+        elif status == "truncated":
+            self.truncated += 1
+        else:
+            self.ok += 1
+        if status != "error" and (row.get("reward") or 0.0) >= 1.0:
+            self.passed += 1
+
+    def render(self) -> str:
+        lines = [
+            f"episodes {self.episodes} (ran {self.ran}, resumed {self.skipped}) in {self.seconds:.1f}s",
+            f"ok {self.ok} · truncated {self.truncated} · error {self.error}",
+            f"pass rate {self.passed}/{self.scored} = {self.pass_rate:.1%} (errors excluded from the denominator)",
+        ]
+        if self.errors_by_cause:
+            lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(self.errors_by_cause.items())))
+        if self.repaired_bytes:
+            lines.append(f"dropped a torn last line ({self.repaired_bytes} bytes) left by an interrupted run")
+        lines.append(f"results: {Path(self.out_dir) / RESULTS_FILE}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "scored": self.scored, "pass_rate": self.pass_rate}
+
+
+def tasks_digest(tasks: Iterable[Task]) -> str:
+    """sha256 of the task list itself, for runs whose tasks did not come from one file."""
+    digest = hashlib.sha256()
+    for task in tasks:
+        digest.update(task.model_dump_json().encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def _check_resume(out_dir: Path, manifest: dict[str, Any]) -> None:
+    previous = read_manifest(out_dir)
+    if not previous:
+        return
+    keys = [k for k in RESUME_KEYS if k != "tasks_sha256" or manifest.get("tasks_path")]
+    changed = [k for k in keys if k in previous and json.loads(json.dumps(previous[k], default=str))
+               != json.loads(json.dumps(manifest[k], default=str))]
+    if changed:
+        details = "; ".join(f"{k}: was {previous[k]!r}, now {manifest[k]!r}" for k in changed)
+        raise RolloutError(
+            f"{out_dir} holds a run with different settings ({details}); "
+            "resume with the same settings or choose another --out folder"
+        )
+
+
+def _progress(console: Console | None, enabled: bool) -> Progress:
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]rollout"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[stats]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not enabled,
+        transient=False,
+    )
+
+
+def _stats_text(summary: RolloutSummary) -> str:
+    return f"pass {summary.passed}/{summary.scored} ({summary.pass_rate:.0%}) · errors {summary.error}"
+
+
+async def run_rollout(
+    tasks: list[Task],
+    policy: PolicySource,
+    *,
+    out_dir: str | Path,
+    samples_per_task: int = 1,
+    concurrency: int = 8,
+    sampling: SamplingParams | None = None,
+    max_turns: int = 20,
+    max_context_tokens: int = 4096,
+    timeout_s: float = 120.0,
+    done_tool: bool = False,
+    user_simulator: UserSimulator | None = None,
+    renderer: Renderer | None = None,
+    parser: ToolCallParser | None = None,
+    env_factory: Callable[[str], Environment] = make_env,
+    tasks_sha256: str | None = None,
+    tasks_path: str | Path | None = None,
+    config: dict[str, Any] | None = None,
+    retry_errors: bool = False,
+    progress: bool = False,
+    console: Console | None = None,
+) -> RolloutSummary:
+    """Run `samples_per_task` episodes of every task into `out_dir/results.jsonl` (resumable).
+
+    `policy` is a Policy (the caller closes it) or a zero-argument factory (opened and closed here).
+    """
+    if samples_per_task < 1 or concurrency < 1:
+        raise ValueError("samples_per_task and concurrency must be at least 1")
+    seen: set[str] = set()
+    for task in tasks:
+        if task.id in seen:
+            raise RolloutError(f"task id {task.id!r} appears twice; results rows are keyed by task id")
+        seen.add(task.id)
+    started = time.perf_counter()
+    sampling = sampling or SamplingParams()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / RESULTS_FILE
+
+    owns_policy = not isinstance(policy, Policy)
+    handle: Policy = policy() if owns_policy else policy  # type: ignore[operator,assignment]
+    try:
+        manifest = {
+            "tasks_path": str(tasks_path) if tasks_path else None,
+            "tasks_sha256": tasks_sha256 or tasks_digest(tasks),
+            "policy": handle.name,
+            "checkpoint": handle.checkpoint,
+            "sampling": sampling.to_dict(),
+            "seed": sampling.seed,
+            "config": {
+                "samples_per_task": samples_per_task,
+                "concurrency": concurrency,
+                "max_turns": max_turns,
+                "max_context_tokens": max_context_tokens,
+                "timeout_s": timeout_s,
+                "done_tool": done_tool,
+                "user_simulator": getattr(user_simulator, "name", None),
+                "task_count": len(tasks),
+                **(config or {}),
+            },
+        }
+        _check_resume(out, manifest)
+        summary = RolloutSummary(out_dir=str(out))
+        summary.repaired_bytes = repair_torn_tail(results_path)
+        existing = read_rows(results_path)
+        if retry_errors and any(r.get("status") == "error" for r in existing):
+            existing = [r for r in existing if r.get("status") != "error"]
+            rewrite_rows(results_path, existing)
+        done = {row_key(r) for r in existing}
+        for row in existing:
+            summary.add(row)
+        summary.skipped = len(done)
+        write_manifest(out, "rollout", status="running", **manifest)
+
+        pending = deque(
+            (task, index) for task in tasks for index in range(samples_per_task) if (task.id, index) not in done
+        )
+        episode_kwargs = {
+            "max_turns": max_turns,
+            "max_context_tokens": max_context_tokens,
+            "timeout_s": timeout_s,
+            "done_tool": done_tool,
+            "user_simulator": user_simulator,
+        }
+        task_total = len(pending)
+        with JsonlWriter(results_path) as writer, _progress(console, progress) as bar:
+            progress_task = bar.add_task("rollout", total=task_total, stats=_stats_text(summary))
+
+            async def slot(worker: EpisodeWorker) -> None:
+                try:
+                    while pending:
+                        task, sample_index = pending.popleft()
+                        episode = await worker.run(task, sample_index, sampling)
+                        row = episode_to_row(episode, task)
+                        writer.write(row)
+                        summary.add(row)
+                        summary.ran += 1
+                        bar.update(progress_task, advance=1, stats=_stats_text(summary))
+                finally:
+                    worker.close()
+
+            shared_renderer = renderer
+            workers = []
+            for _ in range(min(concurrency, max(task_total, 1))):
+                worker = EpisodeWorker(handle, renderer=shared_renderer, parser=parser,
+                                       env_factory=env_factory, episode_kwargs=episode_kwargs)
+                shared_renderer = worker.renderer  # build the renderer once, share it
+                workers.append(worker)
+            # A TaskGroup cancels the other slots if one cannot write its row (disk full): nothing
+            # is lost, the rows already written stay, and a re-run resumes.
+            async with asyncio.TaskGroup() as group:
+                for worker in workers:
+                    group.create_task(slot(worker))
+        summary.seconds = time.perf_counter() - started
+        write_manifest(out, "rollout", status="complete", summary=summary.to_dict(), **manifest)
+        return summary
+    finally:
+        if owns_policy:
+            await handle.close()

@@ -1,0 +1,98 @@
+"""`toolgym rollout` as a real subprocess: SIGKILL mid-run, re-run, exactly one row per (task, sample)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_rollout_support import subprocess_env, suite_tasks, tiny_model_dir
+from toolgym.dataset.manifest import read_manifest, sha256_file
+from toolgym.rollout.results import RESULTS_FILE, read_rows, row_key
+from toolgym.schema.jsonl import write_jsonl
+
+APPS = ["booking", "code_host", "forum"]
+
+
+def _dataset(root: Path, per_app: int = 2) -> Path:
+    """A small validated dataset of registered apps: tasks whose reference solution replays to 1."""
+    tasks = suite_tasks(apps=APPS)
+    chosen = [t for app in APPS for t in [t for t in tasks if t.env == app][:per_app]]
+    assert len(chosen) == per_app * len(APPS)
+    write_jsonl(root / "tasks.jsonl", chosen)
+    return root
+
+
+def _command(dataset: Path, out: Path, policy: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "toolgym.cli.main", "rollout", "--tasks", str(dataset), "--policy", policy,
+            "--out", str(out), "--no-progress", *extra]
+
+
+def _lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def test_killed_rollout_resumes_to_exactly_one_row_per_task_and_sample(tmp_path: Path) -> None:
+    dataset = _dataset(tmp_path / "data")
+    out = tmp_path / "run"
+    samples = 4
+    command = _command(dataset, out, f"hf:{tiny_model_dir()}", "--samples-per-task", str(samples),
+                       "--concurrency", "2", "--temperature", "1.0", "--seed", "3", "--max-new-tokens", "48",
+                       "--max-turns", "2")
+    results = out / RESULTS_FILE
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=subprocess_env())
+    deadline = time.monotonic() + 300
+    while _lines(results) < 3 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    before = read_rows(results)
+    total = 6 * samples
+    assert 3 <= len(before) < total, f"the run was not cut mid-way ({len(before)} of {total} rows)"
+    with open(results, "ab") as handle:  # what a kill in the middle of a write leaves behind
+        handle.write(b'{"schema_version": "toolgym.rollout_row/1", "example_id": "booking/')
+
+    finished = subprocess.run(command, capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    rows = read_rows(results)
+    keys = [row_key(r) for r in rows]
+    assert len(keys) == len(set(keys)) == total
+    assert rows[: len(before)] == before  # finished episodes were kept, not run again
+    assert "dropped a torn last line" in finished.stdout
+    assert f"resumed {len(before)}" in finished.stdout
+    manifest = read_manifest(out)
+    assert manifest["status"] == "complete" and manifest["tasks_sha256"] == sha256_file(dataset / "tasks.jsonl")
+    assert manifest["summary"]["episodes"] == total
+
+
+def test_oracle_rollout_from_the_command_line_passes_every_task(tmp_path: Path) -> None:
+    dataset = _dataset(tmp_path / "data")
+    out = tmp_path / "run"
+    finished = subprocess.run(_command(dataset, out, "oracle", "--split", "train", "--limit", "5"),
+                              capture_output=True, text=True, env=subprocess_env(), timeout=300)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert "pass rate 5/5" in finished.stdout
+    rows = read_rows(out / RESULTS_FILE)
+    assert len(rows) == 5 and {r["reward"] for r in rows} == {1.0}
+    assert json.loads((out / "manifest.json").read_text())["policy"].startswith("oracle")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--policy", "gpt:x"], "unknown policy spec"),
+        (["--policy", "oracle", "--split", "dev"], "unknown split"),
+        (["--policy", "oracle", "--env", "nowhere"], "no tasks"),
+    ],
+)
+def test_bad_arguments_are_named(tmp_path: Path, args: list[str], message: str) -> None:
+    dataset = _dataset(tmp_path / "data", per_app=1)
+    command = [sys.executable, "-m", "toolgym.cli.main", "rollout", "--tasks", str(dataset), "--out",
+               str(tmp_path / "run"), "--no-progress", *args]
+    finished = subprocess.run(command, capture_output=True, text=True, env=subprocess_env(), timeout=120)
+    assert finished.returncode == 2 and message in finished.stdout + finished.stderr
