@@ -105,7 +105,9 @@ def system_prompt(
     has_done = any(t.name == DONE_TOOL_NAME for t in tools)
     context = runtime_context_lines(env_variables, prompt_style)
     if prompt_style == "compact":
-        parts = [policy_text.strip(), *context]
+        # Everything that is the same for all tasks of an app comes first and the per-task context
+        # (date, user) last, so batched rollouts and training share the longest possible prefix.
+        parts = [policy_text.strip()]
         if tools:
             parts.append("Tools:")
             parts.extend(t.signature() for t in tools)
@@ -115,6 +117,7 @@ def system_prompt(
             if has_done
             else "When done, reply with the answer and no tool call."
         )
+        parts.extend(context)
         return "\n".join(p for p in parts if p)
     sections = [policy_text.strip()]
     if context:
