@@ -13,8 +13,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from toolgym.envs import Environment
 from toolgym.model.tiny import build_tokenizer, chat_template
 from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError
