@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from toolgym.cli import data as data_cli
 from toolgym.cli import eval as eval_cli
 from toolgym.cli import model, rollout, serve, tasks
 from toolgym.cli import report as report_cli
@@ -17,6 +18,7 @@ app.add_typer(serve.app, name="serve", help="Serve a checkpoint (+ LoRA) as an O
 app.add_typer(eval_cli.app, name="eval", help="pass@k / pass^k per env and split, trials, checkpoint sweeps, leakage.")
 app.add_typer(traces_cli.app, name="traces", help="Trace analysis: diff two runs of the same tasks.")
 app.command("report")(report_cli.report)
+app.add_typer(data_cli.app, name="data", help="Validate results/SFT rows; convert a rollout run to SFT rows.")
 
 
 if __name__ == "__main__":

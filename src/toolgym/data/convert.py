@@ -1,0 +1,278 @@
+"""`toolgym data convert`: a rollout's results.jsonl → SFT rows `{messages, tools, …provenance}`.
+
+Every input line is accounted for: converted, or skipped with a reason. Rows keep their provenance
+(task_id, env, split, sample_index, reward, partial_score, status, policy, checkpoint, source line)
+and, for token-mode runs, the sampler's exact `token_samples`, so SFT trains on the ids the policy
+produced instead of re-rendering them.
+
+Malformed calls: the token-mode loop answers one with a `tool` message that has no `tool_call_id`
+(the call never got an id). Convert rewrites that feedback as a `user` message (what chat mode
+sends; valid OpenAI chat for any trainer) and marks the malformed assistant turn `"weight": 0`,
+dropping its ids from the token samples' loss mask: the model keeps the turn and the feedback as
+context (it learns to recover) but is never trained to write a malformed call. With
+`train_malformed_turns=True` those turns are trained like any other. The last turn of an episode
+stopped by the token budget (`max_tokens` / `context`) is cut off mid-turn and is not trained either.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from toolgym.agent.samples import build_samples
+from toolgym.data.rows import WEIGHT_FIELD, canonical_json, is_format_feedback, iter_lines, row_kind
+from toolgym.data.validate import check_messages
+from toolgym.rollout.results import RESULTS_FILE, row_to_episode
+from toolgym.schema import Episode, TrainingSample
+from toolgym.schema.jsonl import JsonlError, write_jsonl
+
+RowMode = Literal["episode", "turn"]
+ROW_MODES: tuple[RowMode, ...] = ("episode", "turn")
+DEFAULT_STATUSES = ("ok", "truncated")
+PROVENANCE_FIELDS = ("task_id", "env", "split", "sample_index", "reward", "partial_score", "status", "stop_reason",
+                     "policy", "checkpoint")
+
+
+@dataclass
+class ConvertOptions:
+    min_reward: float | None = None
+    statuses: tuple[str, ...] = DEFAULT_STATUSES  # error rows are never converted
+    row_mode: RowMode = "episode"
+    dedupe: bool = False
+    train_malformed_turns: bool = False
+
+    def __post_init__(self) -> None:
+        if self.row_mode not in ROW_MODES:
+            raise ValueError(f"row mode must be one of {', '.join(ROW_MODES)}; got {self.row_mode!r}")
+        unknown = [s for s in self.statuses if s not in ("ok", "truncated", "error")]
+        if unknown:
+            raise ValueError(f"unknown status {unknown[0]!r}; use ok, truncated (error rows are never converted)")
+
+
+@dataclass
+class ConvertReport:
+    """rows_in = episodes_converted + sum(skipped): every input line is accounted for."""
+
+    source: str = ""
+    rows_in: int = 0
+    episodes_converted: int = 0
+    rows_out: int = 0
+    rows_with_tool_calls: int = 0
+    rows_with_token_samples: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    duplicate_turns: int = 0  # turn mode with dedupe: identical turn rows dropped (input rows still converted)
+    feedback_rewritten: int = 0  # format-error feedback tool messages turned into user messages
+    turns_not_trained: int = 0  # assistant turns marked weight 0 (malformed call, or cut off)
+    by_env: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def accounted(self) -> bool:
+        return self.rows_in == self.episodes_converted + sum(self.skipped.values())
+
+    def render(self) -> str:
+        lines = [
+            f"rows in {self.rows_in} · episodes converted {self.episodes_converted} · rows out {self.rows_out} "
+            f"· rows with tool calls {self.rows_with_tool_calls} · rows with token samples {self.rows_with_token_samples}",
+            f"skipped {sum(self.skipped.values())}" + (":" if self.skipped else ""),
+        ]
+        lines += [f"  {reason}: {count}" for reason, count in self.skipped.most_common()]
+        if self.duplicate_turns:
+            lines.append(f"duplicate turn rows dropped: {self.duplicate_turns}")
+        if self.feedback_rewritten or self.turns_not_trained:
+            lines.append(f"format-error feedback rewritten as user messages: {self.feedback_rewritten}; "
+                         f"assistant turns kept as context, not trained (malformed or cut off): {self.turns_not_trained}")
+        if self.by_env:
+            lines.append("rows out by env: " + ", ".join(f"{k} {v}" for k, v in sorted(self.by_env.items())))
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "rows_in": self.rows_in, "episodes_converted": self.episodes_converted,
+            "rows_out": self.rows_out, "rows_with_tool_calls": self.rows_with_tool_calls,
+            "rows_with_token_samples": self.rows_with_token_samples, "skipped": dict(self.skipped),
+            "duplicate_turns": self.duplicate_turns, "feedback_rewritten": self.feedback_rewritten,
+            "turns_not_trained": self.turns_not_trained, "by_env": dict(self.by_env),
+        }
+
+
+def results_path(run: str | Path) -> Path:
+    """A run folder (holding results.jsonl) or a results file itself."""
+    path = Path(run)
+    if path.is_dir():
+        path = path / RESULTS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such results file (give a rollout folder or its results.jsonl)")
+    return path
+
+
+CUT_OFF_STOPS = ("max_tokens", "context")
+
+
+def sft_messages(episode: Episode, train_malformed_turns: bool) -> tuple[list[dict[str, Any]], list[bool], int]:
+    """(OpenAI messages, trained flag per assistant message, feedback messages rewritten).
+
+    Not trained (weight 0, kept as context): a turn that wrote a malformed call, and the last turn of an
+    episode the token budget cut off mid-turn (the model never finished it).
+    """
+    messages = [m.to_openai() for m in episode.messages]
+    rewritten = 0
+    last_assistant: int | None = None
+    for index, message in enumerate(messages):
+        if message["role"] == "assistant":
+            last_assistant = index
+        elif is_format_feedback(message):
+            if message["role"] == "tool":
+                messages[index] = {"role": "user", "content": message["content"]}
+                rewritten += 1
+            if last_assistant is not None and not train_malformed_turns:
+                messages[last_assistant][WEIGHT_FIELD] = 0
+    if episode.stop_reason in CUT_OFF_STOPS and messages and messages[-1]["role"] == "assistant":
+        messages[-1][WEIGHT_FIELD] = 0
+    trained = [m.get(WEIGHT_FIELD, 1) != 0 for m in messages if m["role"] == "assistant"]
+    return messages, trained, rewritten
+
+
+def _samples(samples: list[TrainingSample]) -> list[dict[str, Any]]:
+    return [s.model_dump(mode="json") for s in samples]
+
+
+def _provenance(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
+    out = {name: row.get(name) for name in PROVENANCE_FIELDS}
+    out["stop_reason"] = row.get("stop_condition", row.get("stop_reason"))
+    family = (row.get("info") or {}).get("family")
+    if family:
+        out["family"] = family
+    out["source"] = {"file": source, "line": line}
+    return out
+
+
+def _has_calls(messages: list[dict[str, Any]]) -> bool:
+    """Whether a trained assistant turn of the row calls a tool."""
+    return any(m.get("role") == "assistant" and m.get(WEIGHT_FIELD, 1) != 0 and m.get("tool_calls") for m in messages)
+
+
+class _Converter:
+    def __init__(self, options: ConvertOptions, source: str) -> None:
+        self.options = options
+        self.report = ConvertReport(source=source)
+        self.seen: set[str] = set()
+        self.out: list[dict[str, Any]] = []
+
+    def skip(self, reason: str) -> None:
+        self.report.skipped[reason] += 1
+
+    def emit(self, row: dict[str, Any]) -> bool:
+        if self.options.dedupe:
+            key = canonical_json({"messages": row["messages"], "tools": row["tools"]})
+            if key in self.seen:
+                return False
+            self.seen.add(key)
+        self.out.append(row)
+        self.report.rows_out += 1
+        self.report.rows_with_tool_calls += _has_calls(row["messages"])
+        self.report.rows_with_token_samples += bool(row.get("token_samples"))
+        self.report.by_env[str(row.get("env"))] += 1
+        return True
+
+    def add(self, line: int, row: Any) -> None:
+        self.report.rows_in += 1
+        options = self.options
+        if isinstance(row, JsonlError):
+            self.skip("invalid JSON")
+            return
+        if row_kind(row) != "results" or "episode" not in row:
+            self.skip("not a toolgym results row (no 'episode')")
+            return
+        status = row.get("status")
+        if status == "error":
+            self.skip("status error (infrastructure failure: no reward)")
+            return
+        if status not in options.statuses:
+            self.skip(f"status {status} not selected")
+            return
+        if options.min_reward is not None and (row.get("reward") is None or row["reward"] < options.min_reward):
+            self.skip(f"reward below {options.min_reward:g}")
+            return
+        try:
+            episode = row_to_episode(row)
+        except (ValidationError, ValueError) as exc:
+            self.skip(f"episode does not parse ({type(exc).__name__})")
+            return
+        messages, trained, rewritten = sft_messages(episode, options.train_malformed_turns)
+        tools = [t.to_openai() for t in episode.tools]
+        problems, _ = check_messages(messages, tools, feedback_tool_messages=False, need_assistant=False)
+        if problems:
+            self.skip(f"invalid: {problems[0].reason}")
+            return
+        if not any(trained):
+            reason = ("no assistant turn" if not trained
+                      else "no trainable turn (every assistant turn was malformed or cut off)")
+            self.skip(reason)
+            return
+        turns = episode.token_turns
+        aligned = bool(turns) and len(turns) == len(trained)
+        base = _provenance(row, self.report.source, line)
+        if options.row_mode == "episode":
+            out: dict[str, Any] = {"messages": messages, "tools": tools, **base}
+            if aligned:
+                out["token_samples"] = _samples(build_samples([t for t, keep in zip(turns, trained, strict=True) if keep]))
+            elif episode.samples and all(trained):
+                out["token_samples"] = _samples(episode.samples)
+            if not self.emit(out):
+                self.skip("duplicate")
+                return
+        else:
+            assistant_at = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+            for turn, (index, keep) in enumerate(zip(assistant_at, trained, strict=True)):
+                if not keep:
+                    continue
+                history = [{**m, WEIGHT_FIELD: 0} if m["role"] == "assistant" else m for m in messages[:index]]
+                out = {"messages": [*history, messages[index]], "tools": tools, **base, "turn": turn}
+                if aligned:
+                    out["token_samples"] = _samples(build_samples([turns[turn]]))
+                if not self.emit(out):
+                    self.report.duplicate_turns += 1
+        self.report.episodes_converted += 1
+        self.report.feedback_rewritten += rewritten
+        self.report.turns_not_trained += sum(not t for t in trained)
+
+
+def convert_rows(rows: Iterable[tuple[int, Any]], options: ConvertOptions | None = None,
+                 source: str = "") -> tuple[list[dict[str, Any]], ConvertReport]:
+    """SFT rows from (line, results row) pairs, and the report accounting for every input row."""
+    converter = _Converter(options or ConvertOptions(), source)
+    for line, row in rows:
+        converter.add(line, row)
+    return converter.out, converter.report
+
+
+def write_sidecar_manifest(out_file: Path, kind: str, **fields: Any) -> Path:
+    """`<file>.manifest.json` beside an output file (a folder's manifest.json may belong to someone else)."""
+    import json
+
+    import toolgym
+    from toolgym.dataset.manifest import git_commit
+
+    path = out_file.with_name(out_file.name + ".manifest.json")
+    body = {"kind": kind, "toolgym_version": toolgym.__version__, "git_commit": git_commit(), **fields}
+    path.write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    return path
+
+
+def convert_run(run: str | Path, out_file: str | Path, options: ConvertOptions | None = None) -> ConvertReport:
+    """Convert a run's results.jsonl into `out_file` (JSONL) and a `<out_file>.manifest.json` beside it."""
+    from toolgym.dataset.manifest import sha256_file
+
+    source = results_path(run)
+    options = options or ConvertOptions()
+    rows, report = convert_rows(iter_lines(source), options, str(source))
+    out_path = Path(out_file)
+    write_jsonl(out_path, rows)
+    write_sidecar_manifest(out_path, "sft_rows", source=str(source), source_sha256=sha256_file(source),
+                           rows_sha256=sha256_file(out_path), options=options.__dict__, report=report.to_dict())
+    return report

@@ -1,0 +1,348 @@
+"""`toolgym data validate`: check results.jsonl rows and SFT rows before anything trains on them.
+
+The checks are BenchFlow's (allowed roles, system only at index 0, every tool message answers a
+tool call, at least one assistant message, tool calls need tools) plus: call arguments are JSON
+objects, and token samples are consistent (and, in results rows, equal to what the episode's token
+turns build). Every problem is a countable reason plus a detail naming the message and field.
+
+Results rows may hold the token-mode loop's format-error feedback: a `tool` message with no
+`tool_call_id` (the malformed call had no id). That is valid in a results row (noted, not an
+error); in an SFT row it is invalid, since convert rewrites it as a `user` message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from toolgym.data.rows import (
+    ALLOWED_ROLES,
+    WEIGHT_FIELD,
+    is_format_feedback,
+    is_trained,
+    iter_lines,
+    results_messages,
+    row_kind,
+)
+from toolgym.schema.jsonl import JsonlError
+
+STATUSES = ("ok", "truncated", "error")
+EXAMPLES_KEPT = 20
+
+
+@dataclass(frozen=True)
+class Problem:
+    """`reason` is what reports count; `detail` says where (message index, field) and what."""
+
+    reason: str
+    detail: str
+
+
+@dataclass
+class RowCheck:
+    line: int
+    kind: str
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[Problem] = field(default_factory=list)
+    status: str | None = None
+    task_id: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+
+def _arguments_problem(arguments: Any, where: str) -> Problem | None:
+    if isinstance(arguments, dict):
+        return None
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return Problem("tool call arguments are not JSON", f"{where}.function.arguments: {exc.msg} at position {exc.pos}")
+        if isinstance(parsed, dict):
+            return None
+        return Problem("tool call arguments are not a JSON object",
+                       f"{where}.function.arguments: got a JSON {type(parsed).__name__}")
+    return Problem("tool call arguments are not a JSON object",
+                   f"{where}.function.arguments: got {type(arguments).__name__}")
+
+
+def _tool_names(tools: Any, problems: list[Problem]) -> set[str]:
+    if tools is None:
+        return set()
+    if not isinstance(tools, list):
+        problems.append(Problem("tools is not a list", f"tools: got {type(tools).__name__}"))
+        return set()
+    names: set[str] = set()
+    for index, tool in enumerate(tools):
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str) or not name:
+            problems.append(Problem("malformed tool schema", f"tools[{index}]: needs {{type: function, function: {{name, …}}}}"))
+            continue
+        names.add(name)
+    return names
+
+
+def _check_calls(message: dict[str, Any], where: str, tool_names: set[str], has_tools: bool,
+                 problems: list[Problem], notes: list[Problem]) -> list[str]:
+    """Problems of one assistant message's tool calls; returns the call ids it issues."""
+    calls = message.get("tool_calls")
+    if calls is None:
+        return []
+    if not isinstance(calls, list):
+        problems.append(Problem("malformed tool call", f"{where}.tool_calls: expected a list"))
+        return []
+    if calls and not has_tools:
+        problems.append(Problem("tool calls without tools", f"{where}: calls a tool but the row lists no tools"))
+    ids: list[str] = []
+    for index, call in enumerate(calls):
+        at = f"{where}.tool_calls[{index}]"
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
+            problems.append(Problem("malformed tool call", f"{at}: needs {{id, type: function, function: {{name, arguments}}}}"))
+            continue
+        if call.get("type", "function") != "function":
+            problems.append(Problem("malformed tool call", f"{at}.type: expected 'function', got {call.get('type')!r}"))
+        call_id = call.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            problems.append(Problem("tool call without id", f"{at}.id: missing; tool messages answer calls by id"))
+        else:
+            ids.append(call_id)
+        problem = _arguments_problem(function.get("arguments", {}), at)
+        if problem:
+            problems.append(problem)
+        if has_tools and function["name"] not in tool_names:
+            notes.append(Problem("call to a tool not in tools", f"{at}: {function['name']!r}"))
+    return ids
+
+
+def check_messages(messages: Any, tools: Any, *, feedback_tool_messages: bool,
+                   need_assistant: bool = True) -> tuple[list[Problem], list[Problem]]:
+    """(problems, notes) of one conversation in OpenAI form.
+
+    `feedback_tool_messages`: a tool message without a call id that carries the loop's format-error
+    feedback is noted, not a problem (results rows of token-mode runs).
+    """
+    problems: list[Problem] = []
+    notes: list[Problem] = []
+    if not isinstance(messages, list):
+        return [Problem("messages is not a list", f"messages: got {type(messages).__name__}")], notes
+    tool_names = _tool_names(tools, problems)
+    has_tools = bool(tools) and isinstance(tools, list)
+    open_ids: set[str] = set()
+    answered: set[str] = set()
+    assistants = trained = 0
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        if not isinstance(message, dict):
+            problems.append(Problem("message is not an object", f"{where}: got {type(message).__name__}"))
+            continue
+        role = message.get("role")
+        if role not in ALLOWED_ROLES:
+            problems.append(Problem("unknown role", f"{where}.role: {role!r} (allowed: {', '.join(ALLOWED_ROLES)})"))
+            continue
+        if role == "system" and index != 0:
+            problems.append(Problem("system message not at index 0", f"{where}: a system message at index {index}"))
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            problems.append(Problem("content is not text", f"{where}.content: got {type(content).__name__}"))
+        elif content is None and role in ("system", "user", "tool"):
+            problems.append(Problem("content is not text", f"{where}.content: a {role} message needs text"))
+        if WEIGHT_FIELD in message and (role != "assistant" or message[WEIGHT_FIELD] not in (0, 1)):
+            problems.append(Problem("bad weight", f"{where}.weight: only assistant messages take weight 0 or 1"))
+        if role == "assistant":
+            assistants += 1
+            trained += is_trained(message)
+            open_ids.update(_check_calls(message, where, tool_names, has_tools, problems, notes))
+        elif role == "tool":
+            call_id = message.get("tool_call_id")
+            if not call_id:
+                if feedback_tool_messages and is_format_feedback(message):
+                    notes.append(Problem("format-error feedback (tool message without tool_call_id)", where))
+                else:
+                    problems.append(Problem("tool message without tool_call_id", f"{where}: answers no tool call"))
+            elif call_id in answered or call_id not in open_ids:
+                what = "answers a call already answered" if call_id in answered else "answers no earlier tool call"
+                problems.append(Problem("tool message answers an unknown tool_call_id", f"{where}.tool_call_id {call_id!r}: {what}"))
+            else:
+                open_ids.discard(call_id)
+                answered.add(call_id)
+        elif is_format_feedback(message):
+            notes.append(Problem("format-error feedback (user message)", where))
+    if need_assistant and assistants == 0:
+        problems.append(Problem("no assistant message", "messages: nothing for the model to learn"))
+    elif need_assistant and trained == 0:
+        problems.append(Problem("no trained assistant message", "messages: every assistant message has weight 0"))
+    return problems, notes
+
+
+def check_token_samples(samples: Any, where: str = "token_samples") -> list[Problem]:
+    """Each sample: equal-length input_ids / loss_mask / sampler_logprobs, ids ≥ 0, mask in {0, 1}."""
+    reason = "token samples inconsistent"
+    if not isinstance(samples, list):
+        return [Problem(reason, f"{where}: expected a list, got {type(samples).__name__}")]
+    problems: list[Problem] = []
+    trained = 0
+    for index, sample in enumerate(samples):
+        at = f"{where}[{index}]"
+        if not isinstance(sample, dict):
+            problems.append(Problem(reason, f"{at}: expected an object"))
+            continue
+        ids, mask, logprobs = sample.get("input_ids"), sample.get("loss_mask"), sample.get("sampler_logprobs")
+        if not all(isinstance(v, list) for v in (ids, mask, logprobs)):
+            problems.append(Problem(reason, f"{at}: needs input_ids, loss_mask and sampler_logprobs lists"))
+            continue
+        assert isinstance(ids, list) and isinstance(mask, list) and isinstance(logprobs, list)
+        if not len(ids) == len(mask) == len(logprobs):
+            problems.append(Problem(reason, f"{at}: input_ids ({len(ids)}), loss_mask ({len(mask)}) and "
+                                            f"sampler_logprobs ({len(logprobs)}) differ in length"))
+            continue
+        if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+            problems.append(Problem(reason, f"{at}.input_ids: ids must be non-negative integers"))
+        if not all(m in (0, 1) for m in mask):
+            problems.append(Problem(reason, f"{at}.loss_mask: values must be 0 or 1"))
+        if mask and mask[0] == 1:
+            problems.append(Problem(reason, f"{at}.loss_mask: the first token has no context to be predicted from"))
+        trained += sum(1 for m in mask if m == 1)
+    if samples and trained == 0 and not problems:
+        problems.append(Problem(reason, f"{where}: no token has loss_mask 1"))
+    return problems
+
+
+def _check_results_tokens(row: dict[str, Any], problems: list[Problem]) -> None:
+    """The row's token_samples must be exactly what its episode's token turns build."""
+    from toolgym.agent.samples import build_samples
+    from toolgym.schema import Episode
+
+    try:
+        episode = Episode.model_validate({**row["episode"], "samples": []})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        problems.append(Problem("episode does not parse", f"episode.{loc}: {first.get('msg')}"))
+        return
+    if not episode.token_turns:
+        return
+    assistants = sum(1 for m in episode.messages if m.role == "assistant")
+    if len(episode.token_turns) != assistants:
+        problems.append(Problem("token turns do not match assistant turns",
+                                f"episode: {len(episode.token_turns)} token turns for {assistants} assistant messages"))
+    built = [s.model_dump(mode="json") for s in build_samples(episode.token_turns)]
+    if built != row.get("token_samples"):
+        problems.append(Problem("token samples differ from the episode's token turns",
+                                "token_samples: not what build_samples(episode.token_turns) gives"))
+
+
+def check_results_row(row: dict[str, Any], line: int) -> RowCheck:
+    check = RowCheck(line=line, kind="results", status=row.get("status"), task_id=row.get("task_id"))
+    status = row.get("status")
+    if status not in STATUSES:
+        check.problems.append(Problem("unknown status", f"status: {status!r} (allowed: {', '.join(STATUSES)})"))
+    errored = status == "error"
+    if errored and row.get("reward") is not None:
+        check.problems.append(Problem("error row carries a reward", "reward: an infrastructure error has no reward"))
+    problems, notes = check_messages(results_messages(row), row.get("tool_defs"), feedback_tool_messages=True,
+                                     need_assistant=not errored)
+    check.problems += problems
+    check.notes += notes
+    if "token_samples" in row:
+        check.problems += check_token_samples(row["token_samples"])
+    if isinstance(row.get("episode"), dict) and not check.problems:
+        _check_results_tokens(row, check.problems)
+    return check
+
+
+def check_sft_row(row: dict[str, Any], line: int) -> RowCheck:
+    check = RowCheck(line=line, kind="sft", status=row.get("status"), task_id=row.get("task_id"))
+    problems, notes = check_messages(row.get("messages"), row.get("tools"), feedback_tool_messages=False)
+    check.problems += problems
+    check.notes += notes
+    if row.get("token_samples") is not None:
+        check.problems += check_token_samples(row["token_samples"])
+    return check
+
+
+def check_row(row: Any, line: int) -> RowCheck:
+    kind = row_kind(row)
+    if kind == "results":
+        return check_results_row(row, line)
+    if kind == "sft":
+        return check_sft_row(row, line)
+    return RowCheck(line=line, kind="unknown",
+                    problems=[Problem("not a results or SFT row", "needs 'messages' (SFT) or 'episode'/'completion' (results)")])
+
+
+@dataclass
+class ValidationReport:
+    """Counts over one file: every line is valid or invalid, with its reasons."""
+
+    path: str
+    rows: int = 0
+    valid: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+    statuses: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[str] = field(default_factory=Counter)  # invalid rows, once per reason per row
+    notes: Counter[str] = field(default_factory=Counter)  # rows with a note, once per note per row
+    examples: list[tuple[int, Problem]] = field(default_factory=list)
+
+    @property
+    def invalid(self) -> int:
+        return self.rows - self.valid
+
+    def add(self, check: RowCheck) -> None:
+        self.rows += 1
+        self.kinds[check.kind] += 1
+        if check.status is not None:
+            self.statuses[str(check.status)] += 1
+        for reason in dict.fromkeys(p.reason for p in check.notes):
+            self.notes[reason] += 1
+        if check.valid:
+            self.valid += 1
+            return
+        for reason in dict.fromkeys(p.reason for p in check.problems):
+            self.reasons[reason] += 1
+        if len(self.examples) < EXAMPLES_KEPT:
+            self.examples.append((check.line, check.problems[0]))
+
+    def render(self) -> str:
+        lines = [f"{self.path}: {self.rows} rows ({', '.join(f'{k} {v}' for k, v in sorted(self.kinds.items()))})",
+                 f"valid {self.valid} · invalid {self.invalid}"]
+        if self.statuses:
+            lines.append("status: " + ", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items()))
+                         + (" (error rows are infrastructure failures: valid, never trained on)"
+                            if self.statuses.get("error") else ""))
+        for reason, count in self.reasons.most_common():
+            lines.append(f"  invalid: {reason}: {count}")
+        for reason, count in self.notes.most_common():
+            lines.append(f"  note: {reason}: {count}")
+        for line, problem in self.examples[:10]:
+            lines.append(f"  {self.path}:{line}: {problem.reason}: {problem.detail}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "rows": self.rows, "valid": self.valid, "invalid": self.invalid,
+                "kinds": dict(self.kinds), "statuses": dict(self.statuses), "reasons": dict(self.reasons),
+                "notes": dict(self.notes)}
+
+
+def validate_file(path: str | Path) -> ValidationReport:
+    """Check every line of a results.jsonl or SFT file; unreadable lines count as invalid."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    report = ValidationReport(path=str(path))
+    for line, row in iter_lines(path):
+        if isinstance(row, JsonlError):
+            report.add(RowCheck(line=line, kind="unknown", problems=[Problem("invalid JSON", row.message)]))
+        else:
+            report.add(check_row(row, line))
+    return report

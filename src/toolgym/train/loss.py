@@ -1,0 +1,63 @@
+"""Token log-probs and the SFT loss at trained positions only.
+
+Most positions of an agent sample are prompt and tool output, so the LM head (vocabulary-wide, the
+costliest matmul on small models) runs only where a token is trained: hidden states come from the
+model's decoder, the head is applied to the selected rows. Models whose logits are more than the
+head (soft-capping, logit scale) and models wrapped for distributed training (whose hooks live on
+the outer forward) take the full forward instead; both paths give the same numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from toolgym.train.batching import IGNORE_INDEX, Batch
+
+_LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_multiplier_scale")
+
+
+def causal_lm(model: Any) -> Any:
+    """The transformers *ForCausalLM under peft (LoRA layers stay injected in it)."""
+    from peft import PeftModel
+
+    if isinstance(model, PeftModel):
+        return model.get_base_model()
+    return model
+
+
+def _head_is_plain(model: Any) -> bool:
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel) or hasattr(model, "_fsdp_wrapped_module"):
+        return False
+    config = getattr(causal_lm(model), "config", None)
+    return not any(getattr(config, name, None) not in (None, 1.0) for name in _LOGIT_TRANSFORMS)
+
+
+def supervised_logits(model: Any, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """(logits at trained positions [N, vocab], their target ids [N])."""
+    selected = batch.targets != IGNORE_INDEX
+    targets = batch.targets[selected]
+    if _head_is_plain(model):
+        lm = causal_lm(model)
+        hidden = lm.get_decoder()(
+            input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False
+        ).last_hidden_state
+        logits = lm.get_output_embeddings()(hidden[selected])
+    else:
+        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False).logits
+        logits = logits[selected]
+    return logits, targets
+
+
+def token_logprobs(model: Any, batch: Batch) -> torch.Tensor:
+    """log p(target) at every trained position, in float32 (for SFT, RFT and policy-gradient losses)."""
+    logits, targets = supervised_logits(model, batch)
+    return -F.cross_entropy(logits.float(), targets, reduction="none")
+
+
+def nll_sum(model: Any, batch: Batch) -> torch.Tensor:
+    """Summed negative log-likelihood of the trained tokens (divide by the step's token count)."""
+    logits, targets = supervised_logits(model, batch)
+    return F.cross_entropy(logits.float(), targets, reduction="sum")

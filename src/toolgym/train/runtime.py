@@ -1,0 +1,124 @@
+"""Device, precision, model loading and LoRA for every trainer (SFT now, GRPO next).
+
+bf16 runs as autocast over float32 master weights, and only where the hardware does bf16 natively
+(CUDA with bf16, or CPUs with AVX512-BF16 / AMX): elsewhere bf16 is emulated and slower than fp32.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+Precision = Literal["auto", "bf16", "fp32"]
+PRECISIONS: tuple[Precision, ...] = ("auto", "bf16", "fp32")
+DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process (all threads): comparable across runs on a shared machine."""
+    times = os.times()
+    return times.user + times.system
+
+
+def cpu_has_native_bf16() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(flag in flags for flag in _BF16_CPU_FLAGS)
+
+
+def resolve_device(device: str) -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise ValueError(f"device must be auto, cpu or cuda; got {device!r}")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("device cuda was asked for, but torch sees no CUDA device")
+    return device
+
+
+def resolve_precision(precision: str, device: str) -> Literal["bf16", "no"]:
+    """accelerate's mixed_precision value: bf16 when asked, or when `auto` and the hardware has it."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}; got {precision!r}")
+    if precision == "fp32":
+        return "no"
+    native = torch.cuda.is_bf16_supported() if device.startswith("cuda") else cpu_has_native_bf16()
+    if precision == "bf16" or native:
+        return "bf16"
+    return "no"
+
+
+@dataclass
+class LoraSettings:
+    rank: int = 32
+    alpha: int = 64
+    dropout: float = 0.05
+    target_modules: list[str] = field(default_factory=lambda: list(DEFAULT_TARGET_MODULES))
+
+    def to_config(self) -> Any:
+        from peft import LoraConfig
+
+        return LoraConfig(r=self.rank, lora_alpha=self.alpha, lora_dropout=self.dropout,
+                          target_modules=list(self.target_modules), task_type="CAUSAL_LM")
+
+
+def _linear_names(model: torch.nn.Module) -> list[str]:
+    return sorted({name.rsplit(".", 1)[-1] for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)})
+
+
+def apply_lora(model: Any, settings: LoraSettings) -> Any:
+    """Wrap `model` with fresh LoRA adapters; a target that matches no layer is a clear error."""
+    from peft import get_peft_model
+
+    present = set(_linear_names(model))
+    missing = [t for t in settings.target_modules if t not in present]
+    if missing:
+        raise ValueError(f"--target-modules {', '.join(missing)} match no linear layer of this model; "
+                         f"its linear layers are: {', '.join(sorted(present))}")
+    return get_peft_model(model, settings.to_config())
+
+
+def load_model(model_dir: str | Path, *, dtype: str = "float32", lora: LoraSettings | None = None,
+               gradient_checkpointing: bool = False) -> Any:
+    """A CausalLM from a local folder (never a hub), optionally with LoRA adapters to train."""
+    from transformers import AutoModelForCausalLM
+
+    dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+    if dtype not in dtypes:
+        raise ValueError(f"dtype must be float32 or bfloat16; got {dtype!r}")
+    path = Path(model_dir)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path}: not a model folder (no config.json)")
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtypes[dtype], local_files_only=True)
+    if gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if lora is not None:
+            model.enable_input_require_grads()
+    if lora is not None:
+        model = apply_lora(model, lora)
+    return model
+
+
+def load_tokenizer(model_dir: str | Path) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+
+
+def context_length(model_dir: str | Path) -> int | None:
+    """The model's trained context (max_position_embeddings), when its config says."""
+    import json
+
+    try:
+        config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = config.get("max_position_embeddings")
+    return int(value) if isinstance(value, int) and value > 0 else None
