@@ -96,3 +96,12 @@ def test_bad_arguments_are_named(tmp_path: Path, args: list[str], message: str) 
                str(tmp_path / "run"), "--no-progress", *args]
     finished = subprocess.run(command, capture_output=True, text=True, env=subprocess_env(), timeout=120)
     assert finished.returncode == 2 and message in finished.stdout + finished.stderr
+
+
+def test_policy_specs_carry_prompt_style_and_lora(tmp_path: Path) -> None:
+    from toolgym.policy.spec import make_policy
+
+    assert make_policy("oracle", prompt_style="compact").prompt_style == "compact"
+    assert make_policy("oracle").prompt_style is None
+    with pytest.raises(ValueError, match=r"hf:MODEL_DIR\+lora:ADAPTER_DIR"):
+        make_policy(f"hf:{tmp_path}+lora:")

@@ -1,4 +1,4 @@
-"""Policy specs on the command line: `oracle`, `hf:MODEL_DIR`, `openai:BASE_URL#MODEL[#token]`."""
+"""Policy specs on the command line: `oracle`, `hf:MODEL_DIR[+lora:ADAPTER]`, `openai:BASE_URL#MODEL[#token]`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from toolgym.agent.render import PROMPT_STYLES
 from toolgym.policy.base import Policy
 
-SPEC_HELP = "oracle | hf:MODEL_DIR | openai:BASE_URL#MODEL[#token]"
+SPEC_HELP = "oracle | hf:MODEL_DIR[+lora:ADAPTER_DIR] | openai:BASE_URL#MODEL[#token]"
 
 
 def make_policy(
@@ -33,12 +33,17 @@ def make_policy(
         # speaks user-owned (dual-control) calls as instructions for the user simulator.
         from toolgym.agent.users.instructing_oracle import InstructingOraclePolicy
 
-        return InstructingOraclePolicy()
+        return InstructingOraclePolicy(prompt_style=prompt_style)
     kind, _, rest = spec.partition(":")
     if kind == "hf" and rest:
         from toolgym.policy.hf import HFPolicy
 
-        return HFPolicy(rest, device=device, **hf_kwargs)
+        model_dir, _, adapter = rest.partition("+lora:")
+        if "+lora:" in rest and not adapter:
+            raise ValueError(f"policy spec {spec!r}: write hf:MODEL_DIR+lora:ADAPTER_DIR")
+        if adapter:
+            hf_kwargs["lora"] = adapter
+        return HFPolicy(model_dir, device=device, **hf_kwargs)
     if kind == "openai" and rest:
         from toolgym.policy.openai_policy import OpenAIPolicy
 

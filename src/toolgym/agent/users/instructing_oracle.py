@@ -51,6 +51,11 @@ class InstructingOraclePolicy(Policy):
     checkpoint = None
     tokenizer = None
 
+    def __init__(self, prompt_style: str | None = None) -> None:
+        # Which system prompt the teacher rows carry: the student's style, so SFT trains on what
+        # its rollouts will show it (compact for the tiny model, full for real models).
+        self.prompt_style = prompt_style
+
     async def generate(self, request: GenerationRequest) -> Generation:
         task = request.task
         if task is None or request.messages is None:
