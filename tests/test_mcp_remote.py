@@ -278,3 +278,27 @@ def test_http_with_headers_connects_resets_and_closes() -> None:
         assert env.calls == []
         env.close()
     assert _mcp_threads() == []
+
+
+def test_rollout_cli_runs_envs_over_mcp(tmp_path: Path) -> None:
+    """`toolgym rollout --env-mcp stdio` runs the oracle through a toolgym MCP server: reward 1."""
+    import json
+    import subprocess
+    import sys
+
+    from toolgym.dataset.build import BuildConfig, generate_app_tasks
+    from toolgym.envs import get_app
+    from toolgym.schema.jsonl import write_jsonl
+
+    tasks = generate_app_tasks(get_app("booking"), BuildConfig(tasks_per_family=1))[:2]
+    write_jsonl(tmp_path / "tasks.jsonl", tasks)
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "toolgym.cli.main", "rollout", "--tasks", str(tmp_path / "tasks.jsonl"),
+         "--policy", "oracle", "--out", str(out), "--env-mcp", "stdio", "--no-progress"],
+        capture_output=True, text=True, timeout=240,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["reward"] for r in rows] == [1.0, 1.0]
+    assert json.loads((out / "manifest.json").read_text())["config"]["env_mcp"] == ["stdio"]

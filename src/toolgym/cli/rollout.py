@@ -45,6 +45,10 @@ def rollout(
     prompt_style: str | None = typer.Option(
         None, "--prompt-style", help="openai chat mode: compact | full system prompt (default: MODEL's toolgym.json)."
     ),
+    env_mcp: list[str] | None = typer.Option(
+        None, "--env-mcp",
+        help="Run envs over MCP: [ENV=]TARGET with TARGET stdio | http(s)://…/mcp | stdio:COMMAND ARGS (repeatable).",
+    ),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="Run error rows of a previous run again."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -66,6 +70,15 @@ def rollout(
         console.print(f"[red]error:[/red] --user-simulator must be one of {', '.join(USER_SIMULATORS)}")
         raise typer.Exit(2)
     simulator = ScriptedUserSimulator() if user_simulator == "scripted" else None
+    env_factory = None
+    if env_mcp:
+        from toolgym.envs.mcp import remote_env_factory
+
+        try:
+            env_factory = remote_env_factory(env_mcp)
+        except ValueError as exc:
+            console.print(f"[red]error:[/red] --env-mcp: {exc}")
+            raise typer.Exit(2) from exc
     sampling = SamplingParams(
         temperature=temperature, top_p=top_p, top_k=top_k, max_new_tokens=max_new_tokens, seed=seed
     )
@@ -83,7 +96,8 @@ def rollout(
                 sampling=sampling, max_turns=max_turns, max_context_tokens=max_context_tokens, timeout_s=timeout,
                 done_tool=done_tool, user_simulator=simulator, tasks_sha256=sha256_file(tasks_path),
                 tasks_path=tasks_path,
-                config={"split": split, "env": env, "limit": limit, "policy_spec": policy},
+                config={"split": split, "env": env, "limit": limit, "policy_spec": policy, "env_mcp": env_mcp},
+                **({"env_factory": env_factory} if env_factory is not None else {}),
                 retry_errors=retry_errors, progress=progress, console=console,
             )
         )
