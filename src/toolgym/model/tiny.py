@@ -133,11 +133,15 @@ def suite_corpus(seed: int = 0) -> Iterator[str]:
             logger.warning("tokenizer corpus: skipping app %r (%s: %s)", name, type(exc).__name__, exc)
 
 
-def build_tokenizer(corpus: Iterable[str] | None = None, vocab_size: int = 4000) -> PreTrainedTokenizerFast:
+def build_tokenizer(
+    corpus: Iterable[str] | None = None, vocab_size: int = 4000, pretokenize_pattern: str = PRETOKENIZE_PATTERN
+) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE on `corpus` (default: `suite_corpus()`), with ChatML and Qwen's tags.
 
     `<|im_start|>`, `<|im_end|>`, `<|endoftext|>` are special (eos = <|im_end|>, pad = <|endoftext|>);
     the tool/think tags are single added tokens that are not special, so decoding keeps them.
+    `pretokenize_pattern` splits text before BPE (the pre-trained default model passes one that keeps
+    words apart from their leading space, so a copied value has the same tokens everywhere).
     """
     reserved = len(SPECIAL_TOKENS) + len(TAG_TOKENS) + 256
     if vocab_size <= reserved:
@@ -145,7 +149,7 @@ def build_tokenizer(corpus: Iterable[str] | None = None, vocab_size: int = 4000)
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(PRETOKENIZE_PATTERN), behavior="isolated"),
+            pre_tokenizers.Split(Regex(pretokenize_pattern), behavior="isolated"),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )

@@ -1,0 +1,1 @@
+"""Pre-training of the tiny default model on a generic synthetic tool-use corpus."""

@@ -1,0 +1,217 @@
+"""The CPU pre-training loop: packed rows, loss on assistant tokens, logits only where supervised.
+
+Two exact speed-ups: the LM head runs only at supervised positions (most positions are prompt or
+tool output), and matmuls run under bf16 autocast (AMX/AVX-512 CPUs do bf16 at several times the
+fp32 rate; master weights stay fp32). Determinism: one seed fixes the init, the corpus order and
+so every loss value on one machine type.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from toolgym.agent.render import Renderer
+from toolgym.model.pretrain.corpus import generate_episode
+from toolgym.model.pretrain.data import episode_stream, pack_batch, padded_batch
+from toolgym.model.pretrain.render import TokenizedEpisode, tokenize_episode
+
+EVAL_SEED_OFFSET = 1_000_003  # held-out corpus samples come from a different seed stream
+
+
+@dataclass
+class TrainConfig:
+    """Everything that decides a pre-training run; stored in the model's toolgym.json."""
+
+    seed: int = 0
+    steps: int = 2000
+    rows: int = 4
+    seq_len: int = 2048
+    lr: float = 2e-3
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 100
+    decay_start: float = 0.8  # hold lr constant until this fraction of steps, then cosine to min
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0
+    bf16: bool = True
+    threads: int = 1  # 1 thread: same losses as 2 here, and far better on a machine shared with other jobs
+    eval_every_s: float = 300.0
+    eval_episodes: int = 300
+    # Loss weight of non-assistant tokens (system prompt, requests, tool results). Their repeated
+    # keys, names and ids give the copy (induction) circuit far more signal than assistant turns alone.
+    context_weight: float = 0.0
+    skill_weights: dict[str, float] = field(default_factory=dict)
+
+    def lr_at(self, step: int) -> float:
+        if step < self.warmup_steps:
+            return self.lr * (step + 1) / self.warmup_steps
+        hold = int(self.decay_start * self.steps)
+        if step < hold:
+            return self.lr
+        progress = (step - hold) / max(1, self.steps - hold)
+        floor = self.lr * self.min_lr_ratio
+        return floor + 0.5 * (self.lr - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+@dataclass
+class StepRecord:
+    step: int
+    loss: float
+    lr: float
+    tokens: int
+    supervised: int
+    cpu_s: float
+    wall_s: float
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process (all threads): comparable across runs on a shared machine."""
+    times = os.times()
+    return times.user + times.system
+
+
+def supervised_loss(model: Any, input_ids: torch.Tensor, targets: torch.Tensor,
+                    weights: torch.Tensor | None = None) -> torch.Tensor:
+    """(Weighted) mean cross-entropy over supervised positions; the LM head runs only there."""
+    hidden = model.model(input_ids=input_ids).last_hidden_state
+    positions = targets != -100
+    logits = model.lm_head(hidden[positions])
+    if weights is None:
+        return F.cross_entropy(logits.float(), targets[positions])
+    w = weights[positions]
+    return (F.cross_entropy(logits.float(), targets[positions], reduction="none") * w).sum() / w.sum()
+
+
+@torch.no_grad()
+def evaluate_skills(model: Any, episodes: list[TokenizedEpisode], pad_id: int, bf16: bool, batch: int = 16
+                    ) -> dict[str, Any]:
+    """Teacher-forced accuracy on held-out episodes: per skill, the first token and the whole value.
+
+    `first`: the value's first token is the argmax (the step that stalled before pre-training);
+    `exact`: every token of the value is the argmax (what greedy decoding needs);
+    `rest`: token accuracy on the value's later tokens (each follows its predecessor, as in the source).
+    """
+    model.eval()
+    first: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    exact: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    rest: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    loss_sum, loss_count, token_correct = 0.0, 0, 0
+    order = sorted(range(len(episodes)), key=lambda i: len(episodes[i].input_ids))
+    for at in range(0, len(order), batch):
+        group = [episodes[i] for i in order[at : at + batch]]
+        ids, _ = padded_batch(group, pad_id)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = model(input_ids=ids).logits.float()
+        predicted = logits.argmax(-1)
+        for row, episode in enumerate(group):
+            n = len(episode.input_ids)
+            target = torch.tensor(episode.input_ids[1:n])
+            mask = torch.tensor(episode.loss_mask[1:n], dtype=torch.bool)
+            row_logits = logits[row, : n - 1]
+            loss_sum += float(F.cross_entropy(row_logits[mask], target[mask], reduction="sum"))
+            loss_count += int(mask.sum())
+            hits = predicted[row, : n - 1] == target
+            token_correct += int(hits[mask].sum())
+            for span in episode.spans:
+                # the token at position p is predicted at position p - 1
+                ok_first = bool(hits[span.start - 1])
+                ok_all = bool(hits[span.start - 1 : span.end - 1].all())
+                first[span.skill][0] += ok_first
+                first[span.skill][1] += 1
+                exact[span.skill][0] += ok_all
+                exact[span.skill][1] += 1
+                if span.end - span.start > 1:  # tokens after the first: a plain induction copy
+                    rest[span.skill][0] += int(hits[span.start : span.end - 1].sum())
+                    rest[span.skill][1] += span.end - span.start - 1
+    model.train()
+    return {
+        "loss": loss_sum / max(1, loss_count),
+        "token_accuracy": token_correct / max(1, loss_count),
+        "first": {k: v[0] / v[1] for k, v in sorted(first.items())},
+        "exact": {k: v[0] / v[1] for k, v in sorted(exact.items())},
+        "rest": {k: v[0] / v[1] for k, v in sorted(rest.items())},
+        "counts": {k: v[1] for k, v in sorted(first.items())},
+    }
+
+
+def eval_episodes(seed: int, renderer: Renderer, count: int, max_len: int) -> list[TokenizedEpisode]:
+    episodes: list[TokenizedEpisode] = []
+    index = 0
+    while len(episodes) < count:
+        episode = tokenize_episode(generate_episode(seed + EVAL_SEED_OFFSET, index), renderer)
+        index += 1
+        if len(episode.input_ids) <= max_len:
+            episodes.append(episode)
+    return episodes
+
+
+def train(model: Any, renderer: Renderer, config: TrainConfig,
+          on_step: Callable[[StepRecord], None] | None = None,
+          on_eval: Callable[[int, float, dict[str, Any]], None] | None = None,
+          eval_set: list[TokenizedEpisode] | None = None, max_steps: int | None = None,
+          snapshot: Callable[[int, Any], None] | None = None, snapshot_every: int = 0) -> list[StepRecord]:
+    """Train in place for `config.steps` steps (or only the first `max_steps`); one record per step.
+
+    `max_steps` stops early without changing the schedule: `verify-default` replays a prefix.
+    """
+    torch.set_num_threads(config.threads)
+    tokenizer = renderer.tokenizer
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    separator_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    stream = episode_stream(config.seed, renderer, 0, config.seq_len - 1, config.skill_weights or None)
+    carry: list[tuple[int, TokenizedEpisode]] = []
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        (no_decay if parameter.ndim < 2 or "norm" in name else decay).append(parameter)
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=config.lr, betas=(config.beta1, config.beta2), eps=1e-8,
+    )
+    model.train()
+    records: list[StepRecord] = []
+    cpu_start, wall_start = cpu_seconds(), time.perf_counter()
+    eval_cpu = 0.0
+    last_eval = 0.0
+    for step in range(config.steps if max_steps is None else min(max_steps, config.steps)):
+        batch = pack_batch(stream, config.rows, config.seq_len, pad_id, separator_id, carry, config.context_weight)
+        lr = config.lr_at(step)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
+            loss = supervised_loss(model, batch.input_ids, batch.targets,
+                                   batch.weights if config.context_weight else None)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if config.grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        optimizer.step()
+        record = StepRecord(step, float(loss.detach()), lr, batch.input_ids.numel(), batch.supervised_tokens,
+                            cpu_seconds() - cpu_start - eval_cpu, time.perf_counter() - wall_start)
+        records.append(record)
+        if on_step:
+            on_step(record)
+        if snapshot is not None and snapshot_every and (step + 1) % snapshot_every == 0:
+            snapshot(step + 1, model)
+        if eval_set is not None and on_eval is not None and (
+            record.cpu_s - last_eval >= config.eval_every_s or step == config.steps - 1 or step == 0
+        ):
+            before = cpu_seconds()
+            result = evaluate_skills(model, eval_set, pad_id, config.bf16)
+            eval_cpu += cpu_seconds() - before
+            last_eval = record.cpu_s
+            on_eval(step, record.cpu_s, result)
+    return records
+
+
+def config_dict(config: TrainConfig) -> dict[str, Any]:
+    return asdict(config)

@@ -1,0 +1,107 @@
+"""The pre-training recipe end to end on a toy shape: reproducible, verifiable, loadable offline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from toolgym.agent.render import Renderer
+from toolgym.model.pretrain.corpus import generate_episode
+from toolgym.model.pretrain.data import episode_stream, pack_batch
+from toolgym.model.pretrain.recipe import TinyRecipe, pretrain_tiny, verify_default
+from toolgym.model.pretrain.render import tokenize_episode
+from toolgym.model.pretrain.train import TrainConfig
+
+TOY = TinyRecipe(
+    vocab_size=600, tokenizer_episodes=150, hidden_size=32, layers=1, heads=2, kv_heads=1, verify_steps=3,
+    train=TrainConfig(steps=4, rows=1, seq_len=2048, warmup_steps=2, eval_episodes=4, threads=1),
+)
+
+
+@pytest.fixture(scope="module")
+def toy_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("toy") / "model"
+    pretrain_tiny(out, TOY)
+    return out
+
+
+def test_folder_loads_offline_as_float32_with_the_compact_style(toy_model: Path) -> None:
+    model = AutoModelForCausalLM.from_pretrained(toy_model, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(toy_model, local_files_only=True)
+    assert next(model.parameters()).dtype == torch.float32
+    assert model.config.vocab_size == len(tokenizer)
+    settings = json.loads((toy_model / "toolgym.json").read_text())
+    assert settings["prompt_style"] == "compact"
+    assert len(settings["pretrain"]["reference_losses"]) == 3
+    assert "no env-suite task" in (toy_model / "MODEL_CARD.md").read_text()
+
+
+def test_verify_reproduces_the_recorded_losses(toy_model: Path) -> None:
+    result = verify_default(toy_model)
+    assert result.ok, result.message
+    assert result.steps == 3 and result.tokenizer_matches
+
+
+def test_verify_fails_on_a_tampered_loss(toy_model: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for path in toy_model.iterdir():
+        (copy / path.name).write_bytes(path.read_bytes())
+    settings = json.loads((copy / "toolgym.json").read_text())
+    settings["pretrain"]["reference_losses"][1] += 1e-3
+    (copy / "toolgym.json").write_text(json.dumps(settings))
+    result = verify_default(copy)
+    assert not result.ok
+    assert "step 1" in result.message
+
+
+def test_verify_names_a_folder_without_a_recipe(tmp_path: Path) -> None:
+    (tmp_path / "toolgym.json").write_text(json.dumps({"prompt_style": "compact"}))
+    with pytest.raises(ValueError, match="no 'pretrain' section"):
+        verify_default(tmp_path)
+
+
+def test_loss_mask_covers_exactly_the_assistant_turns(toy_model: Path) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(toy_model)
+    renderer = Renderer(tokenizer, prompt_style="compact")
+    episode = generate_episode(0, 5)
+    tokenized = tokenize_episode(episode, renderer)
+    supervised = tokenizer.decode([i for i, m in zip(tokenized.input_ids, tokenized.loss_mask, strict=True) if m])
+    assistant_turns = [m for m in episode.messages if m.role == "assistant"]
+    assert supervised.count("<|im_end|>") == len(assistant_turns)
+    assert "<|im_start|>" not in supervised and "<tool_response>" not in supervised
+    for message in assistant_turns:
+        for call in message.tool_calls or []:
+            assert f'"name": "{call.name}"' in supervised
+    for span in tokenized.spans:
+        assert all(tokenized.loss_mask[span.start:span.end])
+
+
+def test_packed_targets_are_next_tokens_of_supervised_positions(toy_model: Path) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(toy_model)
+    renderer = Renderer(tokenizer, prompt_style="compact")
+    stream = episode_stream(0, renderer, 0, 2047)
+    batch = pack_batch(stream, 2, 2048, tokenizer.pad_token_id, tokenizer.convert_tokens_to_ids("<|endoftext|>"), [])
+    ids, targets = batch.input_ids, batch.targets
+    where = (targets != -100).nonzero()
+    assert len(where) == batch.supervised_tokens > 0
+    for row, col in where.tolist():
+        assert targets[row, col] == ids[row, col + 1]
+
+
+def test_context_weight_adds_the_rest_of_the_episode_at_its_weight(toy_model: Path) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(toy_model)
+    renderer = Renderer(tokenizer, prompt_style="compact")
+    separator = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    plain = pack_batch(episode_stream(0, renderer, 0, 2047), 1, 2048, tokenizer.pad_token_id, separator, [])
+    mixed = pack_batch(episode_stream(0, renderer, 0, 2047), 1, 2048, tokenizer.pad_token_id, separator, [], 0.3)
+    assert torch.equal(plain.input_ids, mixed.input_ids)
+    assert mixed.supervised_tokens == plain.supervised_tokens
+    assert mixed.weights.unique().tolist() == pytest.approx([0.0, 0.3, 1.0])
+    context = (mixed.weights > 0) & (mixed.weights < 1)
+    assert int(context.sum()) > 3 * plain.supervised_tokens  # most of an episode is context
+    assert bool((mixed.targets[mixed.weights == 0] == -100).all())
