@@ -7,8 +7,10 @@ import typer
 from toolgym.cli import data as data_cli
 from toolgym.cli import eval as eval_cli
 from toolgym.cli import model, rollout, serve, tasks
+from toolgym.cli import pipeline as pipeline_cli
 from toolgym.cli import report as report_cli
 from toolgym.cli import traces as traces_cli
+from toolgym.cli import train as train_cli
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Train tool-using LLM agents and prove what training did.")
 app.add_typer(tasks.app, name="tasks", help="Build, validate and import task datasets.")
@@ -19,6 +21,8 @@ app.add_typer(eval_cli.app, name="eval", help="pass@k / pass^k per env and split
 app.add_typer(traces_cli.app, name="traces", help="Trace analysis: diff two runs of the same tasks.")
 app.command("report")(report_cli.report)
 app.add_typer(data_cli.app, name="data", help="Validate results/SFT rows; convert a rollout run to SFT rows.")
+app.add_typer(train_cli.app, name="train", help="SFT (full or LoRA) and rejection-sampling fine-tuning.")
+app.command("pipeline")(pipeline_cli.pipeline)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,42 @@
+"""`toolgym pipeline CONFIG`: the whole job in one run folder, resumable stage by stage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+console = Console()
+
+
+def pipeline(
+    config: Path = typer.Argument(..., help="Pipeline config (YAML), e.g. configs/quickstart.yaml."),
+    out: Path | None = typer.Option(None, "--out", help="Run folder (overrides the config's out)."),
+    only: str | None = typer.Option(None, "--only", help="Comma-separated stages to run (the rest are left as they are)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Build tasks → validate → teacher → SFT → RFT → GRPO → eval → report; a stage with output is skipped."""
+    from toolgym.pipeline.config import STAGES, load_pipeline_config
+    from toolgym.pipeline.run import PipelineError, render_summary, run_pipeline
+    from toolgym.train.grpo.config import ConfigError
+
+    stages = [s for s in (only or "").split(",") if s] or None
+    unknown = [s for s in stages or [] if s not in STAGES]
+    if unknown:
+        console.print(f"[red]error:[/red] --only: unknown stage(s) {', '.join(unknown)}; stages: {', '.join(STAGES)}")
+        raise typer.Exit(2)
+    try:
+        settings = load_pipeline_config(config, out=str(out) if out else None)
+        summary = run_pipeline(settings, console=console, progress=progress, only=stages)
+    except ConfigError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    except PipelineError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        summary_file = Path(str(out or "")) / "summary.json" if out else None
+        if summary_file is not None:
+            console.print(f"summary so far: {summary_file}")
+        raise typer.Exit(1) from exc
+    console.print(render_summary(summary))
+    console.print(f"summary: {Path(settings.out) / 'summary.json'}")

@@ -1,0 +1,1 @@
+"""`toolgym pipeline CONFIG`: build tasks → validate → teacher → SFT → RFT → GRPO → eval → report, in one run folder."""

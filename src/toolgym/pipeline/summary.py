@@ -1,0 +1,107 @@
+"""summary.json: per stage (untrained, sft, rft, grpo) and held-out split, successes over scored
+episodes, errored episodes, pass@k, and the stage-to-stage two-proportion tests.
+
+Errored episodes are counted and left out of every denominator. The headline rate of a stage is its
+greedy pass@1 when the eval ran a greedy pass, else its sampled successes / scored episodes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from toolgym.eval.stats import Rate, two_proportion_test
+from toolgym.eval.summary import EvalSummary, summarize
+
+COMPARISONS = (("untrained", "sft"), ("sft", "rft"), ("rft", "grpo"), ("sft", "grpo"), ("untrained", "grpo"))
+SPLITS = ("heldout_tasks", "heldout_env")
+
+
+def split_numbers(summary: EvalSummary, split: str) -> dict[str, Any] | None:
+    group = summary.group(split)
+    if group is None:
+        return None
+    total = group.total
+    numbers: dict[str, Any] = {
+        "tasks": total.tasks, "episodes": total.episodes, "errored": total.errored, "scored": total.scored,
+        "successes": total.passes, "pass_rate": total.passes / total.scored if total.scored else None,
+        "pass_at_k": {str(k): {"value": e.value if e.available else None, "tasks": e.tasks}
+                      for k, e in total.pass_at.items()},
+        "by_env": {row.label: {"successes": row.passes, "scored": row.scored, "errored": row.errored}
+                   for row in group.rows},
+    }
+    if group.greedy is not None:
+        greedy = group.greedy
+        numbers["greedy"] = {"episodes": greedy.episodes, "errored": greedy.errored, "scored": greedy.scored,
+                             "successes": greedy.passes,
+                             "pass_rate": greedy.passes / greedy.scored if greedy.scored else None}
+    return numbers
+
+
+def headline(numbers: dict[str, Any]) -> Rate:
+    source = numbers.get("greedy") or numbers
+    return Rate(int(source["successes"]), int(source["scored"]))
+
+
+def stage_results(eval_dirs: dict[str, Path], ks: list[int]) -> dict[str, dict[str, Any]]:
+    from toolgym.eval.records import load_run
+
+    results: dict[str, dict[str, Any]] = {}
+    for stage, folder in eval_dirs.items():
+        summary = summarize(load_run(folder, name=stage), ks)
+        results[stage] = {split: n for split in SPLITS if (n := split_numbers(summary, split)) is not None}
+    return results
+
+
+def comparisons(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    found = []
+    for before, after in COMPARISONS:
+        for split in SPLITS:
+            a, b = results.get(before, {}).get(split), results.get(after, {}).get(split)
+            if a is None or b is None:
+                continue
+            rate_a, rate_b = headline(a), headline(b)
+            if not rate_a.total or not rate_b.total:
+                continue
+            test = two_proportion_test(rate_a, rate_b)
+            found.append({
+                "from": before, "to": after, "split": split, "measure": "greedy" if "greedy" in a else "sampled",
+                "from_rate": f"{rate_a.successes}/{rate_a.total}", "to_rate": f"{rate_b.successes}/{rate_b.total}",
+                "difference_pp": round(100 * test.difference, 3),
+                "ci95_pp": [round(100 * test.interval[0], 3), round(100 * test.interval[1], 3)],
+                "p_value": test.p_value, "test": test.test,
+            })
+    return found
+
+
+def acceptance(results: dict[str, dict[str, Any]], split: str, sft_min: float, gain_points: float) -> dict[str, Any]:
+    """The quickstart's promise, evaluated (reported, not enforced)."""
+    sft, grpo, untrained = (results.get(s, {}).get(split) for s in ("sft", "grpo", "untrained"))
+    verdict: dict[str, Any] = {"split": split, "sft_min_pass_rate": sft_min, "grpo_min_gain_points": gain_points}
+    if untrained is not None:
+        verdict["untrained"] = str(headline(untrained))
+    if sft is not None:
+        rate = headline(sft)
+        verdict["sft"] = str(rate)
+        verdict["sft_meets_min"] = bool(rate.total and rate.value >= sft_min)
+    if sft is not None and grpo is not None:
+        a, b = headline(sft), headline(grpo)
+        verdict["grpo"] = str(b)
+        if a.total and b.total:
+            test = two_proportion_test(a, b)
+            verdict["grpo_gain_points"] = round(100 * test.difference, 3)
+            verdict["grpo_gain_p_value"] = test.p_value
+            verdict["grpo_meets_gain"] = 100 * test.difference >= gain_points
+    return verdict
+
+
+def write_if_changed(path: Path, data: dict[str, Any]) -> bool:
+    """Write JSON only when its content changed (a re-run that did nothing leaves files, and mtimes, alone)."""
+    text = json.dumps(data, indent=2, sort_keys=True, default=str, allow_nan=False) + "\n"
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return False
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(path)
+    return True

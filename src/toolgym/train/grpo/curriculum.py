@@ -1,0 +1,90 @@
+"""Curriculum: which train tasks a GRPO step samples, weighted by how the policy does on them.
+
+The tau2 RL pipeline's rule is the default: once a task has ≥ 5 scored attempts, success rate
+> 0.75 → weight 0.1 (mostly solved: little left to learn), < 0.25 → 0.5 (too hard for now),
+else 1.0. Errored episodes are not attempts. The state is plain JSON saved with each checkpoint,
+so a resumed run samples exactly what an unbroken one would.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CurriculumRule:
+    min_attempts: int = 5
+    easy_above: float = 0.75
+    easy_weight: float = 0.1
+    hard_below: float = 0.25
+    hard_weight: float = 0.5
+    default_weight: float = 1.0
+
+    def weight(self, attempts: int, successes: int) -> float:
+        if attempts < self.min_attempts:
+            return self.default_weight
+        rate = successes / attempts
+        if rate > self.easy_above:
+            return self.easy_weight
+        if rate < self.hard_below:
+            return self.hard_weight
+        return self.default_weight
+
+
+class Curriculum:
+    """Attempts and successes per task; weighted sampling without replacement."""
+
+    def __init__(self, rule: CurriculumRule | None = None, enabled: bool = True) -> None:
+        self.rule = rule or CurriculumRule()
+        self.enabled = enabled
+        self.attempts: dict[str, int] = {}
+        self.successes: dict[str, int] = {}
+
+    def record(self, task_id: str, attempts: int, successes: int) -> None:
+        if not 0 <= successes <= attempts:
+            raise ValueError(f"task {task_id}: successes {successes} outside [0, attempts {attempts}]")
+        self.attempts[task_id] = self.attempts.get(task_id, 0) + attempts
+        self.successes[task_id] = self.successes.get(task_id, 0) + successes
+
+    def weight(self, task_id: str) -> float:
+        if not self.enabled:
+            return 1.0
+        return self.rule.weight(self.attempts.get(task_id, 0), self.successes.get(task_id, 0))
+
+    def sample(self, task_ids: Sequence[str], n: int, rng: random.Random) -> list[str]:
+        """n distinct tasks drawn with probability ∝ weight (Efraimidis–Spirakis keys u^(1/w))."""
+        if n >= len(task_ids):
+            order = list(task_ids)
+            rng.shuffle(order)
+            return order
+        keyed = []
+        for task_id in task_ids:
+            weight = self.weight(task_id)
+            u = rng.random()
+            key = math.log(u) / weight if weight > 0 and u > 0 else -math.inf
+            keyed.append((key, task_id))
+        keyed.sort(key=lambda item: item[0], reverse=True)
+        return [task_id for _, task_id in keyed[:n]]
+
+    def weight_counts(self) -> dict[str, int]:
+        """How many tracked tasks sit at each weight (for metrics)."""
+        counts: dict[str, int] = {}
+        for task_id in self.attempts:
+            key = f"{self.weight(task_id):g}"
+            counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": asdict(self.rule), "enabled": self.enabled,
+                "attempts": dict(sorted(self.attempts.items())), "successes": dict(sorted(self.successes.items()))}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Curriculum:
+        curriculum = cls(CurriculumRule(**data.get("rule", {})), bool(data.get("enabled", True)))
+        curriculum.attempts = {str(k): int(v) for k, v in data.get("attempts", {}).items()}
+        curriculum.successes = {str(k): int(v) for k, v in data.get("successes", {}).items()}
+        return curriculum

@@ -1,0 +1,58 @@
+"""One GRPO step's rollouts: G episodes of each chosen task, sampled concurrently by the current policy.
+
+Episodes come back in a fixed order (task order, then sample index), whatever order they finished
+in, so the update that follows is the same computation on every run with the same seed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable
+from dataclasses import replace
+
+from toolgym.envs import Environment
+from toolgym.policy.base import Policy, SamplingParams
+from toolgym.rollout.worker import EpisodeWorker
+from toolgym.schema import Episode, Task
+
+
+def step_seed(run_seed: int, step: int) -> int:
+    """The sampling seed of one step: reproducible, different every step."""
+    digest = hashlib.sha256(f"toolgym-grpo/{run_seed}/{step}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+class RolloutPool:
+    """Episode slots that keep their environments between steps (env setup is paid once)."""
+
+    def __init__(self, policy: Policy, *, slots: int, env_factory: Callable[[str], Environment],
+                 episode_kwargs: dict[str, object]) -> None:
+        self.workers: list[EpisodeWorker] = []
+        renderer = None
+        for _ in range(slots):
+            worker = EpisodeWorker(policy, renderer=renderer, env_factory=env_factory, episode_kwargs=episode_kwargs)
+            renderer = worker.renderer
+            self.workers.append(worker)
+
+    async def run(self, tasks: list[Task], samples_per_task: int, sampling: SamplingParams) -> list[Episode]:
+        """samples_per_task episodes of every task; each gets its own seed (task id, sample index)."""
+        pending = [(position, task, index) for position, task in enumerate(tasks) for index in range(samples_per_task)]
+        pending.reverse()
+        results: dict[tuple[int, int], Episode] = {}
+
+        async def slot(worker: EpisodeWorker) -> None:
+            while pending:
+                position, task, index = pending.pop()
+                results[(position, index)] = await worker.run(task, index, sampling)
+
+        await asyncio.gather(*(slot(w) for w in self.workers[: max(1, len(pending))]))
+        return [results[key] for key in sorted(results)]
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+
+
+def step_sampling(base: SamplingParams, run_seed: int, step: int) -> SamplingParams:
+    return replace(base, seed=step_seed(run_seed, step))

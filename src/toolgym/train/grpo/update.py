@@ -1,0 +1,210 @@
+"""The policy update of one GRPO step: episodes with advantages → weighted token losses → one or more
+optimizer steps, over length-bucketed micro-batches with gradient accumulation.
+
+Training consumes each episode's `samples` as recorded (input_ids, loss_mask, sampler_logprobs):
+nothing is re-rendered (ARCHITECTURE decisions 1–2). The ratio's denominator is the sampler's own
+log-prob of each token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from toolgym.schema import TrainingSample
+from toolgym.train.batching import IGNORE_INDEX, Batch, collate, micro_batches, supervised_count
+from toolgym.train.grpo.advantages import Group
+from toolgym.train.grpo.losses import (
+    cross_entropy_logprobs,
+    entropy,
+    policy_loss,
+    sampled_token_logprobs,
+    token_weights,
+)
+from toolgym.train.loss import supervised_logits
+
+
+@dataclass
+class TrainItem:
+    """One training sequence with the advantage of its episode and the loss weight of its tokens."""
+
+    sample: TrainingSample
+    advantage: float
+    weight: float
+    episode: int  # index of the episode among the step's trained episodes
+
+
+@dataclass
+class UpdateSettings:
+    clip_low: float = 0.2
+    clip_high: float = 0.28
+    kl_coef: float = 0.0
+    aggregation: str = "token_mean"
+    dr_grpo_constant: int | None = None
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    match_sampler_truncation: bool = True
+    batch_tokens: int = 8192
+    mini_batches: int = 1
+    max_grad_norm: float = 1.0
+
+
+@dataclass
+class UpdateStats:
+    """Sums over the step's trained tokens; `row` turns them into the metrics of the step."""
+
+    tokens: int = 0
+    loss: float = 0.0
+    entropy_sum: float = 0.0
+    kl_sum: float = 0.0
+    kl_tokens: int = 0
+    ratio_sum: float = 0.0
+    clipped_low: int = 0
+    clipped_high: int = 0
+    sampler_gap_sum: float = 0.0  # |logp_trainer - logp_sampler| before any update of this step
+    sampler_gap_tokens: int = 0
+    optimizer_steps: int = 0
+    grad_norms: tuple[float, ...] = ()
+
+    def row(self) -> dict[str, Any]:
+        n = max(self.tokens, 1)
+        return {
+            "trained_tokens": self.tokens,
+            "loss": self.loss if self.tokens else None,
+            "entropy": self.entropy_sum / n if self.tokens else None,
+            "kl": self.kl_sum / self.kl_tokens if self.kl_tokens else None,
+            "ratio_mean": self.ratio_sum / n if self.tokens else None,
+            "clip_fraction": (self.clipped_low + self.clipped_high) / n if self.tokens else None,
+            "clip_low_fraction": self.clipped_low / n if self.tokens else None,
+            "clip_high_fraction": self.clipped_high / n if self.tokens else None,
+            "sampler_logprob_gap": self.sampler_gap_sum / self.sampler_gap_tokens if self.sampler_gap_tokens else None,
+            "optimizer_steps": self.optimizer_steps,
+            "grad_norm": max(self.grad_norms) if self.grad_norms else None,
+        }
+
+
+def train_items(groups: list[Group]) -> list[list[TrainItem]]:
+    """Per trained episode (groups with signal only), its samples with the episode's advantage."""
+    episodes: list[list[TrainItem]] = []
+    for group in groups:
+        if not group.has_signal:
+            continue
+        for episode, advantage in zip(group.episodes, group.advantages, strict=True):
+            items = [TrainItem(sample, advantage, 0.0, len(episodes)) for sample in episode.samples
+                     if supervised_count(sample) > 0]
+            if items:
+                episodes.append(items)
+    return episodes
+
+
+def with_weights(episodes: list[list[TrainItem]], aggregation: str, constant: int | None) -> list[TrainItem]:
+    """Flatten, giving every token its episode's weight in this optimizer step's loss."""
+    counts = [sum(supervised_count(item.sample) for item in items) for items in episodes]
+    weights = token_weights(counts, aggregation, constant)
+    flat: list[TrainItem] = []
+    for items, weight in zip(episodes, weights, strict=True):
+        flat.extend(TrainItem(item.sample, item.advantage, weight, item.episode) for item in items)
+    return flat
+
+
+def split_mini_batches(episodes: list[list[TrainItem]], count: int, rng: random.Random) -> list[list[list[TrainItem]]]:
+    """Episodes shuffled and dealt into `count` mini-batches (one optimizer step each)."""
+    order = list(range(len(episodes)))
+    rng.shuffle(order)
+    count = max(1, min(count, len(episodes)))
+    return [[episodes[i] for i in order[k::count]] for k in range(count)]
+
+
+def _aligned(items: list[TrainItem], batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Sampler log-probs, advantages and weights at the batch's trained positions (row-major order)."""
+    shape = batch.input_ids.shape
+    sampler = torch.zeros(shape, dtype=torch.float32)
+    advantages = torch.zeros(shape, dtype=torch.float32)
+    weights = torch.zeros(shape, dtype=torch.float32)
+    for row, item in enumerate(items):
+        n = len(item.sample.input_ids)
+        sampler[row, : n - 1] = torch.tensor(item.sample.sampler_logprobs[1:], dtype=torch.float32)
+        advantages[row, : n - 1] = item.advantage
+        weights[row, : n - 1] = item.weight
+    selected = (batch.targets != IGNORE_INDEX).cpu()
+    device = batch.input_ids.device
+    return sampler[selected].to(device), advantages[selected].to(device), weights[selected].to(device)
+
+
+def policy_update(
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    groups: list[Group],
+    settings: UpdateSettings,
+    *,
+    pad_id: int,
+    device: torch.device | str,
+    rng: random.Random,
+    backward: Callable[[torch.Tensor], None],
+    clip_grad: Callable[[float], float],
+    autocast: Callable[[], contextlib.AbstractContextManager[Any]],
+    reference: Callable[[Batch], torch.Tensor] | None = None,
+) -> UpdateStats:
+    """Run the step's optimizer step(s); returns token-level statistics.
+
+    `reference(batch)` gives the reference policy's log-probs at the batch's trained positions
+    (LoRA: the adapter disabled; full weights: a frozen copy); None when no KL is wanted.
+    """
+    stats = UpdateStats()
+    episodes = train_items(groups)
+    if not episodes:
+        return stats
+    for mini in split_mini_batches(episodes, settings.mini_batches, rng):
+        items = with_weights(mini, settings.aggregation, settings.dr_grpo_constant)
+        lengths = [len(item.sample.input_ids) for item in items]
+        for indices in micro_batches(lengths, list(range(len(items))), settings.batch_tokens):
+            chosen = [items[i] for i in indices]
+            _micro_step(model, chosen, settings, stats, pad_id=pad_id, device=device, backward=backward,
+                        autocast=autocast, reference=reference, first=stats.optimizer_steps == 0)
+        grad_norm = clip_grad(settings.max_grad_norm)
+        stats.grad_norms = (*stats.grad_norms, grad_norm)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        stats.optimizer_steps += 1
+    return stats
+
+
+def _micro_step(model: Any, items: list[TrainItem], settings: UpdateSettings, stats: UpdateStats, *, pad_id: int,
+                device: torch.device | str, backward: Callable[[torch.Tensor], None],
+                autocast: Callable[[], contextlib.AbstractContextManager[Any]],
+                reference: Callable[[Batch], torch.Tensor] | None, first: bool) -> None:
+    batch = collate([item.sample for item in items], pad_id).to(device)
+    sampler, advantages, weights = _aligned(items, batch)
+    reference_logprobs = reference(batch) if reference is not None else None
+    with autocast():
+        logits, targets = supervised_logits(model, batch)
+    if settings.match_sampler_truncation:
+        logprobs = sampled_token_logprobs(logits, targets, temperature=settings.temperature,
+                                          top_p=settings.top_p, top_k=settings.top_k)
+    else:
+        logprobs = sampled_token_logprobs(logits, targets, temperature=settings.temperature)
+    kl_logprobs = cross_entropy_logprobs(logits, targets) if reference_logprobs is not None else None
+    loss, surrogate, kl = policy_loss(logprobs, sampler, advantages, weights, clip_low=settings.clip_low,
+                                      clip_high=settings.clip_high, kl_coef=settings.kl_coef,
+                                      reference_logprobs=reference_logprobs, kl_logprobs=kl_logprobs)
+    if kl is not None:
+        stats.kl_sum += float(kl.detach().sum())
+        stats.kl_tokens += int(kl.numel())
+    backward(loss)
+    with torch.no_grad():
+        n = int(logprobs.numel())
+        stats.tokens += n
+        stats.loss += float(loss.detach())
+        stats.entropy_sum += float(entropy(logits.detach(), settings.temperature).sum())
+        stats.ratio_sum += float(surrogate.ratio.detach().sum())
+        stats.clipped_low += int(surrogate.clipped_low.sum())
+        stats.clipped_high += int(surrogate.clipped_high.sum())
+        if first:
+            stats.sampler_gap_sum += float((logprobs.detach() - sampler).abs().sum())
+            stats.sampler_gap_tokens += n

@@ -1,0 +1,245 @@
+"""GRPO pieces on hand-computed examples: advantages, honest groups, clip low/high, KL k3, weights, masks."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+
+from toolgym.policy.base import SamplingParams
+from toolgym.policy.sampling import RowSampler, RowState
+from toolgym.schema import CheckResult, Episode, TrainingSample, Verdict
+from toolgym.train.batching import collate
+from toolgym.train.grpo.advantages import build_groups, group_advantages, shaped_reward
+from toolgym.train.grpo.curriculum import Curriculum, CurriculumRule
+from toolgym.train.grpo.losses import (
+    clipped_surrogate,
+    entropy,
+    kl_k3,
+    policy_loss,
+    sampled_token_logprobs,
+    token_weights,
+)
+from toolgym.train.grpo.update import TrainItem, _aligned, train_items, with_weights
+
+# -- rewards and advantages -------------------------------------------------------------------------
+
+
+def test_shaped_reward_adds_alpha_times_partial_score() -> None:
+    assert shaped_reward(1.0, 0.5, 0.25) == 1.125
+    assert shaped_reward(0.0, 0.6, 0.25) == pytest.approx(0.15)
+    assert shaped_reward(0.0, 0.6, 0.0) == 0.0
+
+
+def test_group_advantages_by_hand() -> None:
+    # rewards 1, 0, 0, 1: mean 0.5, sample std sqrt(4 * 0.25 / 3) = 0.57735
+    advantages = group_advantages([1.0, 0.0, 0.0, 1.0], std_normalize=True, eps=0.0)
+    assert advantages == pytest.approx([0.866025, -0.866025, -0.866025, 0.866025], abs=1e-6)
+    # Dr. GRPO: mean-centred only
+    assert group_advantages([1.0, 0.0, 0.0, 0.0], std_normalize=False) == pytest.approx([0.75, -0.25, -0.25, -0.25])
+    # shaped rewards 1.25, 0.15, 0.0: mean 0.4667, std = 0.6658
+    shaped = [1.25, 0.15, 0.0]
+    mean = sum(shaped) / 3
+    std = math.sqrt(sum((r - mean) ** 2 for r in shaped) / 2)
+    assert group_advantages(shaped, eps=0.0) == pytest.approx([(r - mean) / std for r in shaped])
+    assert group_advantages([1.0]) == [0.0]
+
+
+def _episode(task_id: str, reward: float, partial: float = 0.0, status: str = "ok", env: str = "booking",
+             samples: list[TrainingSample] | None = None) -> Episode:
+    passed = reward >= 1.0
+    verdict = None if status == "error" else Verdict(
+        reward=reward, partial_score=partial,
+        checks=[CheckResult(kind="answer_contains", label="answer", passed=passed, weight=1.0)])
+    return Episode(task_id=task_id, env=env, status=status, verdict=verdict,  # type: ignore[arg-type]
+                   error="env error: tool crashed" if status == "error" else None, samples=samples or [])
+
+
+def test_errored_episodes_leave_their_group_and_are_counted() -> None:
+    episodes = [
+        _episode("a", 1.0), _episode("a", 0.0), _episode("a", 0.0, status="error"), _episode("a", 0.0, status="error"),
+    ]
+    groups, stats = build_groups(episodes, lambda env: 0.0)
+    (group,) = groups
+    assert len(group.episodes) == 2 and group.errored == 2
+    assert group.rewards == [1.0, 0.0]  # the two errors are not zeros in the group
+    assert group.advantages == pytest.approx([0.7071063, -0.7071063], abs=1e-6)  # [1, 0]: std 0.7071
+    assert stats.episodes == 4 and stats.episodes_errored == 2 and stats.groups_with_signal == 1
+    assert stats.errors_by_cause == {"env error": 2}
+
+
+def test_groups_without_signal_give_no_gradient_and_are_counted() -> None:
+    episodes = [
+        _episode("small", 1.0), _episode("small", 0.0, status="error"),  # one scored episode left
+        _episode("flat", 0.0, 0.5), _episode("flat", 0.0, 0.5), _episode("flat", 0.0, 0.5),  # equal rewards
+        _episode("shaped", 0.0, 0.5), _episode("shaped", 0.0, 0.0),  # differ only by partial score
+    ]
+    groups, stats = build_groups(episodes, lambda env: 0.25)
+    reasons = {g.task_id: g.reason for g in groups}
+    assert reasons == {"small": "too_small", "flat": "zero_variance", "shaped": "signal"}
+    assert (stats.groups, stats.groups_with_signal, stats.groups_too_small, stats.groups_zero_variance) == (3, 1, 1, 1)
+    assert all(a == 0.0 for g in groups if not g.has_signal for a in g.advantages)
+    # Without shaping the "shaped" group has no signal either.
+    _, unshaped = build_groups(episodes, lambda env: 0.0)
+    assert unshaped.groups_with_signal == 0
+
+
+def test_alpha_per_env_and_custom_reward() -> None:
+    episodes = [_episode("a", 0.0, 1.0, env="mail"), _episode("a", 0.0, 0.0, env="mail")]
+    groups, _ = build_groups(episodes, {"mail": 0.5}.get)  # type: ignore[arg-type]
+    assert groups[0].rewards == [0.5, 0.0]
+    groups, _ = build_groups(episodes, lambda env: 0.0, reward_fn=lambda e: 2.0 * e.partial_score)
+    assert groups[0].rewards == [2.0, 0.0]
+
+
+# -- the clipped surrogate, KL and aggregation -----------------------------------------------------------
+
+
+def test_clip_low_and_high_by_hand() -> None:
+    sampler = torch.zeros(4)
+    # ratios 1.5, 1.5, 0.5, 0.5 with advantages +1, -1, +1, -1
+    logprobs = torch.log(torch.tensor([1.5, 1.5, 0.5, 0.5]))
+    advantages = torch.tensor([1.0, -1.0, 1.0, -1.0])
+    out = clipped_surrogate(logprobs, sampler, advantages, clip_low=0.2, clip_high=0.28)
+    # +A, r=1.5: min(1.5, 1.28) = 1.28 → loss -1.28 (clipped high)
+    # -A, r=1.5: min(-1.5, -1.28) = -1.5 → loss 1.5 (not clipped: the pessimistic side)
+    # +A, r=0.5: min(0.5, 0.8) = 0.5 → loss -0.5
+    # -A, r=0.5: min(-0.5, -0.8) = -0.8 → loss 0.8 (clipped low)
+    assert out.loss.tolist() == pytest.approx([-1.28, 1.5, -0.5, 0.8])
+    assert out.clipped_high.tolist() == [True, False, False, False]
+    assert out.clipped_low.tolist() == [False, False, False, True]
+
+
+def test_clipped_tokens_get_no_gradient() -> None:
+    logprobs = torch.log(torch.tensor([1.5, 0.5, 1.1])).requires_grad_(True)
+    out = clipped_surrogate(logprobs, torch.zeros(3), torch.tensor([1.0, -1.0, 1.0]), 0.2, 0.28)
+    out.loss.sum().backward()
+    assert logprobs.grad is not None
+    assert logprobs.grad.tolist()[:2] == [0.0, 0.0]
+    assert logprobs.grad.tolist()[2] == pytest.approx(-1.1)  # d(-r·A)/d logp = -r·A
+
+
+def test_kl_k3_by_hand() -> None:
+    logprobs = torch.tensor([-1.0, -1.0, -2.0])
+    reference = torch.tensor([-1.0, -2.0, -1.0])
+    # k3 = exp(q - p) - (q - p) - 1
+    expected = [0.0, math.exp(-1) + 1 - 1, math.exp(1) - 1 - 1]
+    assert kl_k3(logprobs, reference).tolist() == pytest.approx(expected)
+    assert (kl_k3(torch.randn(100), torch.randn(100)) >= 0).all()
+
+
+def test_policy_loss_weights_tokens_and_adds_kl() -> None:
+    logprobs = torch.tensor([-1.0, -1.0])
+    advantages = torch.tensor([1.0, -1.0])
+    weights = torch.tensor([0.25, 0.75])
+    loss, _, kl = policy_loss(logprobs, logprobs.clone(), advantages, weights)
+    assert kl is None
+    assert float(loss) == pytest.approx(0.25 * -1.0 + 0.75 * 1.0)  # ratio 1: loss = -A
+    reference = torch.tensor([-2.0, -1.0])
+    loss, _, kl = policy_loss(logprobs, logprobs.clone(), advantages, weights, kl_coef=0.1,
+                              reference_logprobs=reference)
+    assert kl is not None
+    assert float(loss) == pytest.approx(0.5 + 0.1 * 0.25 * math.exp(-1))
+
+
+def test_token_weights_by_hand() -> None:
+    # two episodes of 2 and 6 trained tokens (and one with none)
+    assert token_weights([2, 6, 0], "token_mean") == pytest.approx([1 / 8, 1 / 8, 0.0])
+    assert token_weights([2, 6, 0], "sequence_mean") == pytest.approx([1 / 4, 1 / 12, 0.0])
+    assert token_weights([2, 6, 0], "dr_grpo", constant=10) == pytest.approx([1 / 20, 1 / 20, 0.0])
+    with pytest.raises(ValueError, match="aggregation"):
+        token_weights([1], "mean")
+    with pytest.raises(ValueError, match="constant"):
+        token_weights([1], "dr_grpo")
+
+
+def test_entropy_of_uniform_and_peaked() -> None:
+    logits = torch.tensor([[0.0, 0.0, 0.0, 0.0], [100.0, 0.0, 0.0, 0.0]])
+    assert entropy(logits).tolist() == pytest.approx([math.log(4), 0.0], abs=1e-6)
+
+
+@pytest.mark.parametrize(("temperature", "top_p", "top_k"), [(1.0, 1.0, 0), (0.9, 0.95, 0), (0.7, 1.0, 5), (1.3, 0.5, 3)])
+def test_trainer_logprobs_equal_the_samplers(temperature: float, top_p: float, top_k: int) -> None:
+    """The ratio's two sides agree: same logits → the log-prob the sampler recorded, exactly."""
+    torch.manual_seed(0)
+    logits = torch.randn(6, 50) * 3
+    rows = [RowState(SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k),
+                     torch.Generator().manual_seed(i)) for i in range(6)]
+    RowSampler(rows)(torch.zeros((6, 1), dtype=torch.long), logits.clone())
+    targets = torch.tensor([r.token_ids[0] for r in rows])
+    recorded = torch.tensor([r.logprobs[0] for r in rows])
+    ours = sampled_token_logprobs(logits, targets, temperature=temperature, top_p=top_p, top_k=top_k)
+    assert ours.tolist() == pytest.approx(recorded.tolist(), abs=1e-5)
+
+
+# -- masks: only sampled tokens are trained, each with its episode's advantage ---------------------------
+
+
+def _sample(ids: list[int], mask: list[int], logprobs: list[float]) -> TrainingSample:
+    return TrainingSample(input_ids=ids, loss_mask=mask, sampler_logprobs=logprobs)
+
+
+def test_masks_select_exactly_the_sampled_tokens() -> None:
+    # prompt 10 11 | sampled 12 13 | tool 14 | sampled 15
+    first = _sample([10, 11, 12, 13, 14, 15], [0, 0, 1, 1, 0, 1], [0, 0, -0.5, -0.25, 0, -2.0])
+    second = _sample([20, 21, 22], [0, 1, 1], [0, -1.0, -3.0])
+    items = [TrainItem(first, advantage=2.0, weight=0.1, episode=0), TrainItem(second, -1.0, 0.2, 1)]
+    batch = collate([i.sample for i in items], pad_id=0)
+    sampler, advantages, weights = _aligned(items, batch)
+    assert batch.targets[batch.targets != -100].tolist() == [12, 13, 15, 21, 22]
+    assert sampler.tolist() == [-0.5, -0.25, -2.0, -1.0, -3.0]
+    assert advantages.tolist() == [2.0, 2.0, 2.0, -1.0, -1.0]
+    assert weights.tolist() == pytest.approx([0.1, 0.1, 0.1, 0.2, 0.2])
+
+
+def test_only_groups_with_signal_are_trained_and_weights_follow_the_aggregation() -> None:
+    sample_a = _sample([1, 2, 3], [0, 1, 1], [0, -1, -1])
+    sample_b = _sample([1, 2, 3, 4, 5], [0, 1, 1, 1, 1], [0, -1, -1, -1, -1])
+    episodes = [
+        _episode("t", 1.0, samples=[sample_a]), _episode("t", 0.0, samples=[sample_b]),
+        _episode("flat", 0.0, samples=[sample_a]), _episode("flat", 0.0, samples=[sample_a]),
+    ]
+    groups, _ = build_groups(episodes, lambda env: 0.0)
+    per_episode = train_items(groups)
+    assert len(per_episode) == 2  # the flat group gives nothing
+    flat = with_weights(per_episode, "sequence_mean", None)
+    assert [i.weight for i in flat] == pytest.approx([1 / (2 * 2), 1 / (4 * 2)])
+    assert [i.advantage for i in flat] == pytest.approx([0.7071063, -0.7071063], abs=1e-6)
+
+
+# -- curriculum ---------------------------------------------------------------------------------------
+
+
+def test_curriculum_tau2_rule() -> None:
+    rule = CurriculumRule()
+    assert rule.weight(4, 4) == 1.0  # fewer than 5 attempts: default
+    assert rule.weight(5, 4) == 0.1  # 0.8 > 0.75
+    assert rule.weight(8, 6) == 1.0  # 0.75 is not > 0.75
+    assert rule.weight(5, 1) == 0.5  # 0.2 < 0.25
+    assert rule.weight(8, 2) == 1.0  # 0.25 is not < 0.25
+
+
+def test_curriculum_samples_by_weight_and_round_trips() -> None:
+    curriculum = Curriculum()
+    tasks = [f"t{i}" for i in range(20)]
+    for task in tasks[:10]:
+        curriculum.record(task, 10, 10)  # solved: weight 0.1
+    counts = dict.fromkeys(tasks, 0)
+    rng = random.Random(0)
+    for _ in range(500):
+        for task in curriculum.sample(tasks, 4, rng):
+            counts[task] += 1
+    solved = sum(counts[t] for t in tasks[:10])
+    unsolved = sum(counts[t] for t in tasks[10:])
+    assert unsolved > 5 * solved
+    again = Curriculum.from_dict(curriculum.to_dict())
+    assert again.to_dict() == curriculum.to_dict()
+    assert again.sample(tasks, 4, random.Random(3)) == curriculum.sample(tasks, 4, random.Random(3))
+    assert len(set(curriculum.sample(tasks, 4, random.Random(1)))) == 4  # without replacement
+    disabled = Curriculum(enabled=False)
+    disabled.record("t0", 10, 10)
+    assert disabled.weight("t0") == 1.0
+    with pytest.raises(ValueError, match="successes"):
+        curriculum.record("x", 1, 2)

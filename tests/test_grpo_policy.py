@@ -1,0 +1,41 @@
+"""The GRPO rollout policy samples the trainer's live weights, and never reuses states of old weights."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from test_rollout_support import tiny_model_dir
+from toolgym.policy.base import GenerationRequest, SamplingParams
+from toolgym.train.grpo.policy import SharedModelPolicy
+from toolgym.train.runtime import load_model, load_tokenizer
+
+
+def _greedy(policy: SharedModelPolicy, prompt: list[int]) -> tuple[list[int], list[float]]:
+    (generation,) = policy.generate_batch([GenerationRequest(SamplingParams(temperature=0.0, max_new_tokens=6),
+                                                             prompt_ids=prompt)])
+    return generation.completion_ids, generation.logprobs
+
+
+def test_weights_changed_drops_stale_prompt_states() -> None:
+    model = load_model(tiny_model_dir())
+    tokenizer = load_tokenizer(tiny_model_dir())
+    policy = SharedModelPolicy(model, tokenizer, name="grpo:test")
+    uncached = SharedModelPolicy(model, tokenizer, name="grpo:test", prefix_cache_tokens=0)
+    prompt = tokenizer("<|im_start|>user\nList my notes please.<|im_end|>\n<|im_start|>assistant\n")["input_ids"]
+    longer = prompt + tokenizer("Sure")["input_ids"]
+    _greedy(policy, prompt)  # the prompt's states are now cached
+    assert policy.prefix_cache is not None and policy.prefix_cache.entries
+    with torch.no_grad():  # an "optimizer step"
+        for parameter in model.parameters():
+            parameter.add_(0.05 * torch.randn_like(parameter))
+    _, stale = _greedy(policy, longer)  # reuses states computed with the old weights
+    fresh_ids, fresh = _greedy(uncached, longer)
+    assert stale != fresh  # the bug weights_changed exists for
+    policy.weights_changed("after-step-1")
+    assert policy.checkpoint == "after-step-1" and not policy.prefix_cache.entries
+    model.train()  # the trainer's mode: sampling switches to eval and back
+    ids, logprobs = _greedy(policy, longer)
+    assert model.training
+    assert ids == fresh_ids
+    assert logprobs == pytest.approx(fresh, abs=1e-4)

@@ -1,0 +1,84 @@
+"""Pipeline config validation and summary.json numbers (no model runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolgym.pipeline.config import load_pipeline_config, pipeline_config_from_dict
+from toolgym.pipeline.summary import acceptance, comparisons, headline
+from toolgym.train.grpo.config import ConfigError
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+
+@pytest.mark.parametrize("name", ["quickstart.yaml", "qwen3_8b_gpu.yaml"])
+def test_shipped_configs_load(name: str) -> None:
+    config = load_pipeline_config(CONFIGS / name)
+    grpo = config.grpo_config("tasks", "model", "out")
+    assert grpo.seed == config.seed
+    assert config.section_fingerprint("sft") != config.section_fingerprint("grpo")
+
+
+def test_quickstart_is_a_cpu_run_of_the_tiny_default() -> None:
+    config = load_pipeline_config(CONFIGS / "quickstart.yaml")
+    assert config.model.path == "default" and config.model.device == "cpu"
+    assert config.grpo_config("t", "m", "o").engine.name == "hf"
+    assert config.tasks.build["heldout_envs"] == ["mail"]
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"sft": {"learning_rate": 1e-3}}, r"field sft: .*unknown SFTConfig setting\(s\) learning_rate"),
+    ({"rft": {"settings": {"samples": 4}}}, r"field rft.settings: .*unknown RFTConfig setting\(s\) samples"),
+    ({"rft": {"settings": {"sft": {"epoch": 2}}}}, r"unknown SFTConfig \(rft.settings.sft\) setting\(s\) epoch"),
+    ({"grpo": {"settings": {"model": "x"}}}, r"grpo.settings.model is set by the pipeline"),
+    ({"grpo": {"settings": {"loss": {"clip_hi": 0.3}}}}, r"grpo.settings: field loss.clip_hi"),
+    ({"eval": {"settings": {"k": [1]}}}, r"unknown EvalConfig setting\(s\) k"),
+    ({"tasks": {"build": {"app": ["booking"]}}}, r"unknown BuildConfig setting\(s\) app"),
+    ({"teacher": {"polcy": "oracle"}}, r"field teacher.polcy"),
+])
+def test_bad_settings_name_the_file_and_field(tmp_path: Path, data: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        pipeline_config_from_dict({"out": str(tmp_path), **data}, "pipe.yaml")
+    with pytest.raises(ConfigError, match=r"^pipe\.yaml: field "):
+        pipeline_config_from_dict({"out": str(tmp_path), **data}, "pipe.yaml")
+
+
+def test_fingerprints_follow_upstream_settings(tmp_path: Path) -> None:
+    base = pipeline_config_from_dict({"out": str(tmp_path)})
+    changed = pipeline_config_from_dict({"out": str(tmp_path), "sft": {"max_steps": 7}})
+    for stage in ("tasks", "validate", "teacher"):
+        assert base.section_fingerprint(stage) == changed.section_fingerprint(stage)
+    for stage in ("sft", "rft", "grpo", "eval"):
+        assert base.section_fingerprint(stage) != changed.section_fingerprint(stage)
+    moved = pipeline_config_from_dict({"out": str(tmp_path / "elsewhere")})
+    assert all(base.section_fingerprint(s) == moved.section_fingerprint(s) for s in ("tasks", "sft", "grpo", "eval"))
+
+
+def _numbers(successes: int, scored: int, errored: int = 0, greedy: tuple[int, int] | None = None) -> dict:
+    numbers = {"successes": successes, "scored": scored, "errored": errored, "episodes": scored + errored}
+    if greedy is not None:
+        numbers["greedy"] = {"successes": greedy[0], "scored": greedy[1], "errored": 0, "episodes": greedy[1]}
+    return numbers
+
+
+def test_comparisons_use_the_greedy_rate_and_a_two_proportion_test() -> None:
+    results = {
+        "untrained": {"heldout_tasks": _numbers(0, 60, greedy=(0, 60))},
+        "sft": {"heldout_tasks": _numbers(15, 58, errored=2, greedy=(20, 60))},
+        "grpo": {"heldout_tasks": _numbers(25, 60, greedy=(26, 60)), "heldout_env": _numbers(1, 40, greedy=(0, 40))},
+    }
+    assert headline(results["sft"]["heldout_tasks"]).successes == 20
+    found = {(c["from"], c["to"], c["split"]): c for c in comparisons(results)}
+    assert set(found) == {("untrained", "sft", "heldout_tasks"), ("sft", "grpo", "heldout_tasks"),
+                          ("untrained", "grpo", "heldout_tasks")}
+    sft_grpo = found[("sft", "grpo", "heldout_tasks")]
+    assert (sft_grpo["from_rate"], sft_grpo["to_rate"]) == ("20/60", "26/60")
+    assert sft_grpo["difference_pp"] == pytest.approx(10.0)
+    # pooled p = 46/120; se = sqrt(p(1-p)(2/60)) = 0.08876; z = 0.1 / 0.08876 = 1.1267 → p = 0.2599
+    assert sft_grpo["p_value"] == pytest.approx(0.2599, abs=1e-3)
+    verdict = acceptance(results, "heldout_tasks", 0.30, 5.0)
+    assert verdict["sft_meets_min"] is True  # 20/60 = 33%
+    assert verdict["grpo_meets_gain"] is True and verdict["grpo_gain_points"] == pytest.approx(10.0)
+    assert verdict["untrained"].startswith("0/60")
