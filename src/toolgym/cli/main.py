@@ -21,7 +21,7 @@ app.add_typer(eval_cli.app, name="eval", help="pass@k / pass^k per env and split
 app.add_typer(traces_cli.app, name="traces", help="Trace analysis: diff two runs of the same tasks.")
 app.command("report")(report_cli.report)
 app.add_typer(data_cli.app, name="data", help="Validate results/SFT rows; convert a rollout run to SFT rows.")
-app.add_typer(train_cli.app, name="train", help="SFT (full or LoRA) and rejection-sampling fine-tuning.")
+app.add_typer(train_cli.app, name="train", help="SFT (full or LoRA), rejection sampling (RFT) and GRPO.")
 app.command("pipeline")(pipeline_cli.pipeline)
 
 
