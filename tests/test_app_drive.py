@@ -1,47 +1,26 @@
-"""The drive app: seed, tool rules and errors, runtime context, task generation, replay and check scoring."""
+"""The drive app: seed, tool rules and errors, runtime context, write tools of tasks and hand-computed scores."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
-import re
-from collections import defaultdict
-from functools import cache
-from pathlib import Path
 
 import pytest
 
-from toolgym.dataset.build import BuildConfig, generate_app_tasks
-from toolgym.dataset.replay import replay_task
+from app_helpers import AppKit, assert_reference_writes_match_the_shape, assert_small_json, call, error
 from toolgym.envs import Environment, make_env
 from toolgym.envs.apps.drive import APP
 from toolgym.envs.apps.drive.data import MAILBOX_OWNERS
-from toolgym.envs.database import user_tables
-from toolgym.envs.people import population
-from toolgym.schema import AnswerContains, DiffOnly, Task, ToolNotCalled
+from toolgym.schema import Task
 from toolgym.verify import verify_task
 
-SHAPES = {"lookup", "write", "search_choose_write", "multi_step", "impossible", "context"}
 WRITE_TOOLS = {"create_drive_folder", "move_file", "rename_file", "copy_file", "share_file", "unshare_file",
                "share_folder", "unshare_folder", "create_share_link", "disable_share_link", "restore_file_version",
                "trash_file", "restore_file", "comment_on_file"}
-FINISHED_APPS = ("booking", "code_host", "mail", "forum")
 TODAY = "2026-08-31"
 
-
-@cache
-def tasks_30() -> tuple[Task, ...]:
-    return tuple(generate_app_tasks(APP, BuildConfig(tasks_per_family=30)))
-
-
-def first_task(family: str) -> Task:
-    return next(t for t in tasks_30() if t.family == family)
-
-
-def seed_one(sql: str, params: tuple = ()) -> dict:
-    row = APP.world().one(sql, params)
-    assert row is not None, sql
-    return row
+# The contract every app keeps (schema, tools, policy, replay, determinism, phrasing...) is in test_app_contract.py.
+KIT = AppKit("drive", today=TODAY)
+tasks_30, first_task, seed_one = KIT.tasks_30, KIT.first_task, KIT.seed_one
 
 
 def user_env(username: str, today: str = TODAY) -> dict[str, str]:
@@ -53,18 +32,6 @@ def fresh_env(username: str, today: str = TODAY) -> Environment:
     env = make_env("drive")
     env.reset(user_env(username, today))
     return env
-
-
-def call(env: Environment, tool_name: str, /, **arguments: object) -> dict | list:
-    result = env.call_tool(tool_name, arguments)
-    assert not result.is_error, result.content
-    return json.loads(result.content)
-
-
-def error(env: Environment, tool_name: str, /, **arguments: object) -> str:
-    result = env.call_tool(tool_name, arguments)
-    assert result.is_error, f"{tool_name} should have failed: {result.content}"
-    return result.content
 
 
 def shared_file(role: str) -> dict:
@@ -79,21 +46,8 @@ def shared_file(role: str) -> dict:
 
 # -- structure and seed --------------------------------------------------------------------------------
 
-def test_schema_has_six_or_more_filled_rowid_tables_and_stays_small() -> None:
-    db = APP.world().db
-    tables = user_tables(db)
-    assert len(tables) >= 6
-    for table in tables:
-        assert db.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0] > 0, table
-    assert "WITHOUT ROWID" not in APP.schema.upper()
-    assert db.execute("PRAGMA foreign_key_check").fetchall() == []
-    assert len(APP.snapshot().data) < 2_000_000
-
-
-def test_users_are_the_population_and_every_mailbox_owner_has_a_drive() -> None:
+def test_every_mailbox_owner_has_a_drive_and_every_drive_has_files() -> None:
     world = APP.world()
-    assert [r["username"] for r in world.query("SELECT username FROM users ORDER BY id")] == [
-        p.username for p in population()]
     drive = {r["username"] for r in world.query("SELECT username FROM users WHERE has_drive=1")}
     mail = make_env("mail").db("seed")
     mailboxes = {r[0] for r in mail.execute("SELECT username FROM users WHERE has_mailbox=1")}
@@ -127,32 +81,6 @@ def test_seed_is_realistic_and_plants_the_hard_cases() -> None:
 
 # -- app surface ---------------------------------------------------------------------------------------
 
-def test_tools_are_documented_and_do_not_clash_with_other_apps() -> None:
-    assert len(APP.tools) >= 8
-    for t in APP.tools:
-        assert t.description, t.name
-        for param in t.params:
-            assert param.description, f"{t.name}.{param.name}"
-    mine = {t.name for t in APP.tools}
-    for name in FINISHED_APPS:
-        others = {t.name for t in make_env(name).apps[0].tools}
-        assert not mine & others, (name, mine & others)
-    # apps still being written are scanned, not imported: any `@tool def <name>` elsewhere is a clash
-    apps = Path(__file__).parents[1] / "src/toolgym/envs/apps"
-    for source in sorted(apps.glob("*/*.py")):
-        if source.parent.name != "drive":
-            defined = set(re.findall(r"@tool(?:\([^)]*\))?\s*\ndef (\w+)", source.read_text(encoding="utf-8")))
-            assert not mine & defined, (str(source), mine & defined)
-    assert make_env("mail+drive").name == "mail+drive"  # the planned multi-app join builds
-
-
-def test_policy_is_short_and_states_the_cannot_convention() -> None:
-    lines = [line for line in APP.policy.splitlines() if line.strip()]
-    assert 5 <= len(lines) <= 12
-    assert "If a request cannot be done, change nothing and reply starting with 'I cannot' and the reason." in APP.policy
-    assert APP.policy == (Path(__file__).parents[1] / "src/toolgym/envs/apps/drive/policy.md").read_text()
-
-
 def test_bad_arguments_get_readable_errors_naming_the_argument() -> None:
     env = fresh_env(MAILBOX_OWNERS[0])
     own = seed_one("SELECT id FROM files WHERE owner=? AND trashed_at IS NULL ORDER BY id LIMIT 1",
@@ -182,11 +110,8 @@ def test_bad_arguments_get_readable_errors_naming_the_argument() -> None:
 
 def test_tool_results_are_small_json() -> None:
     env = fresh_env("brittany.davis")
-    for name, arguments in [("search_files", {"limit": 50}), ("list_shared_with_me", {}), ("list_drive_folder", {}),
-                            ("list_trash", {}), ("get_storage_usage", {})]:
-        content = env.call_tool(name, arguments).content
-        assert len(content) < 16_000, name
-        json.loads(content)
+    assert_small_json(env, [("search_files", {"limit": 50}), ("list_shared_with_me", {}), ("list_drive_folder", {}),
+                            ("list_trash", {}), ("get_storage_usage", {})], limit=16_000)
 
 
 # -- rules ---------------------------------------------------------------------------------------------
@@ -314,65 +239,15 @@ def test_current_date_decides_what_yesterday_is_and_what_exists() -> None:
 
 # -- task generation -----------------------------------------------------------------------------------
 
-def test_families_cover_every_shape() -> None:
-    families = APP.task_families()
-    assert len(families) >= 7
-    assert {f.shape for f in families} == SHAPES
-
-
-def test_every_task_replays_to_reward_one() -> None:
-    tasks = tasks_30()
-    assert len(tasks) == 30 * len(APP.task_families())
-    env = make_env("drive")
-    failures = [f"{t.id}: {o.reason}" for t in tasks if not (o := replay_task(t, env)).kept]
-    assert failures == []
-
-
-def test_generation_is_deterministic() -> None:
-    again = generate_app_tasks(APP, BuildConfig(tasks_per_family=30))
-    assert [t.model_dump() for t in again] == [t.model_dump() for t in tasks_30()]
-
-
-def test_each_family_uses_three_or_more_phrasings() -> None:
-    phrasings: dict[str, set[int]] = defaultdict(set)
-    for task in tasks_30():
-        phrasings[task.family].add(task.metadata["phrasing"])
-    assert all(len(v) >= 3 for v in phrasings.values()), dict(phrasings)
-    assert len({t.prompt for t in tasks_30()}) == len(tasks_30())
-
-
-def test_tasks_carry_runtime_context_and_the_required_checks() -> None:
+def test_tasks_log_in_drive_users_under_their_drive_name() -> None:
     drive = {r["username"]: r["name"] for r in APP.world().query("SELECT username, name FROM users WHERE has_drive=1")}
     for task in tasks_30():
-        variables = task.env_variables
-        assert set(variables) == {"CURRENT_DATE", "LOGGED_IN_USER", "LOGGED_IN_NAME"}
-        assert "2026-04-01" <= variables["CURRENT_DATE"] <= "2026-08-31", task.id
-        assert drive[variables["LOGGED_IN_USER"]] == variables["LOGGED_IN_NAME"], task.id
-        assert 1 <= task.difficulty <= 3 and task.expected_answer and task.reference_solution, task.id
-        diffs = [c for c in task.checks if isinstance(c, DiffOnly)]
-        assert len(diffs) == 1, task.id
-        writes = {c.name for c in task.reference_solution} & WRITE_TOOLS
-        if task.metadata["shape"] == "impossible":
-            assert diffs[0].expected == [] and not writes
-            assert any(isinstance(c, ToolNotCalled) and c.name in WRITE_TOOLS for c in task.checks)
-            assert any(isinstance(c, AnswerContains) and c.values == ["cannot"] for c in task.checks)
-            assert task.expected_answer.startswith("I cannot")
-        elif diffs[0].expected == []:  # lookups
-            assert any(isinstance(c, AnswerContains) for c in task.checks) and not writes
-        else:
-            assert len(task.checks) >= 2 and writes, task.id
+        assert drive[task.env_variables["LOGGED_IN_USER"]] == task.env_variables["LOGGED_IN_NAME"], task.id
 
 
-def test_answers_are_grounded_in_what_the_reference_calls_showed() -> None:
-    """Every value an answer must contain appears in the tool outputs the gold solution saw."""
-    env = make_env("drive")
-    for task in tasks_30():
-        env.reset(task.env_variables)
-        seen = " ".join(env.call_tool(c.name, c.arguments).content for c in task.reference_solution).casefold()
-        for check in task.checks:
-            if isinstance(check, AnswerContains):
-                for value in check.values:
-                    assert value == "cannot" or value.casefold() in seen, (task.id, value)
+def test_reference_solutions_write_exactly_when_the_task_expects_changes() -> None:
+    assert_reference_writes_match_the_shape(tasks_30(), WRITE_TOOLS)
+    assert {t.name for t in APP.tools} >= WRITE_TOOLS
 
 
 def test_impossible_tasks_really_are_impossible() -> None:

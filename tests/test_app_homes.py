@@ -1,68 +1,22 @@
-"""homes app: schema and seed, tool rules and errors, context, task generation, replay and check scoring."""
+"""homes app: seed rules, tool rules and errors, context, hand-computed partial scores, impossible tasks."""
 
 from __future__ import annotations
 
-import ast
 import datetime as dt
-import json
-from collections import defaultdict
-from functools import cache
-from pathlib import Path
 
 import pytest
 
-from toolgym.dataset.build import BuildConfig, generate_app_tasks
-from toolgym.dataset.replay import replay_task
-from toolgym.envs import Environment, get_app, make_env
+from app_helpers import AppKit, assert_small_json, call, error
+from toolgym.envs import make_env
 from toolgym.envs.apps.homes import APP
-from toolgym.envs.apps.homes import __file__ as APP_FILE
 from toolgym.envs.apps.homes.rules import TOUR_SLOTS, can_tour, min_offer, parse_time, price_per_sqft
-from toolgym.envs.database import user_tables
-from toolgym.envs.people import population
 from toolgym.schema import Task
 from toolgym.verify import verify_task
 
-SHAPES = {"lookup", "write", "search_choose_write", "multi_step", "impossible", "context"}
-
-
-@cache
-def tasks_30() -> tuple[Task, ...]:
-    return tuple(generate_app_tasks(APP, BuildConfig(tasks_per_family=30)))
-
-
-def first_task(family: str) -> Task:
-    return next(t for t in tasks_30() if t.family == family)
-
-
-def seed_one(sql: str, params: tuple = ()) -> dict:
-    row = APP.world().one(sql, params)
-    assert row is not None, sql
-    return row
-
-
-def seed_all(sql: str, params: tuple = ()) -> list[dict]:
-    return APP.world().query(sql, params)
-
-
-def fresh_env(user: str | None, today: str = "2026-05-04") -> Environment:
-    env = make_env("homes")
-    variables = {"CURRENT_DATE": today}
-    if user:
-        variables["LOGGED_IN_USER"] = user
-    env.reset(variables)
-    return env
-
-
-def call(env: Environment, name: str, **arguments: object) -> dict | list:
-    result = env.call_tool(name, arguments)
-    assert not result.is_error, result.content
-    return json.loads(result.content)
-
-
-def error(env: Environment, name: str, **arguments: object) -> str:
-    result = env.call_tool(name, arguments)
-    assert result.is_error, f"{name} should have failed: {result.content}"
-    return result.content
+# The contract every app keeps (schema, tools, policy, replay, determinism, phrasing...) is in test_app_contract.py.
+KIT = AppKit("homes")
+tasks_30, first_task, seed_one, seed_all, fresh_env, _run = (
+    KIT.tasks_30, KIT.first_task, KIT.seed_one, KIT.seed_all, KIT.fresh_env, KIT.run)
 
 
 def some_user() -> dict:
@@ -76,58 +30,6 @@ def active_listing(offset: int = 0) -> dict:
 
 
 # ---------------------------------------------------------------- structure and seed
-
-
-def test_schema_has_six_or_more_tables_all_with_rows_and_stays_small() -> None:
-    db = APP.world().db
-    tables = user_tables(db)
-    assert len(tables) >= 6
-    for table in tables:
-        assert db.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0] > 0, table
-    assert len(APP.snapshot().data) < 2_000_000
-
-
-def test_users_are_the_shared_population() -> None:
-    names = [r["username"] for r in seed_all("SELECT username FROM users ORDER BY id")]
-    assert names == [p.username for p in population()]
-
-
-def test_tools_and_families_cover_every_shape() -> None:
-    assert len(APP.tools) >= 8
-    for t in APP.tools:
-        assert t.description, t.name
-        assert all(p.description for p in t.params), t.name
-    families = APP.task_families()
-    assert len(families) >= 7
-    assert {f.shape for f in families} == SHAPES
-    assert "I cannot" in APP.policy
-    assert 5 <= len(APP.policy.strip().splitlines()) <= 12
-
-
-def _declared_tools(source: Path) -> set[str]:
-    """Names of the @tool functions in a tools module, read without importing it (other apps may be mid-edit)."""
-    names = set()
-    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-        if not isinstance(node, ast.FunctionDef):
-            continue
-        for decorator in node.decorator_list:
-            target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if isinstance(target, ast.Name) and target.id == "tool":
-                renamed = [k.value.value for k in getattr(decorator, "keywords", [])
-                           if k.arg == "name" and isinstance(k.value, ast.Constant)]
-                names.add(renamed[0] if renamed else node.name)
-    return names
-
-
-def test_tool_names_do_not_clash_with_other_apps() -> None:
-    apps_dir = Path(APP_FILE).parent.parent
-    mine = {t.name for t in APP.tools}
-    assert mine == _declared_tools(apps_dir / "homes" / "tools.py")
-    others = [p for p in sorted(apps_dir.glob("*/tools.py")) if p.parent.name != "homes"]
-    assert others, "no other apps found"
-    for path in others:
-        assert mine.isdisjoint(_declared_tools(path)), (path, sorted(mine & _declared_tools(path)))
-    Environment([APP, get_app("booking")])  # and the SDK agrees on a real pair
 
 
 def test_seed_is_consistent_with_the_rules() -> None:
@@ -270,12 +172,10 @@ def test_saved_homes_and_searches() -> None:
 
 def test_tool_results_are_small_json() -> None:
     env = fresh_env(some_user()["username"])
-    for name, args in (("search_listings", {"city": "Seattle", "status": "any"}), ("get_listing", {"listing_id": 1}),
-                       ("get_agent", {"agent_id": 1}), ("list_saved_homes", {}), ("list_my_tours", {}),
-                       ("list_my_offers", {}), ("list_saved_searches", {})):
-        result = env.call_tool(name, args)
-        assert not result.is_error and len(result.content) < 6000, name
-        json.loads(result.content)
+    assert_small_json(env, [("search_listings", {"city": "Seattle", "status": "any"}),
+                            ("get_listing", {"listing_id": 1}), ("get_agent", {"agent_id": 1}),
+                            ("list_saved_homes", {}), ("list_my_tours", {}), ("list_my_offers", {}),
+                            ("list_saved_searches", {})], limit=6000)
 
 
 # ---------------------------------------------------------------- context: who "I" am, what "today" is
@@ -309,54 +209,13 @@ def test_current_date_decides_what_tomorrow_means() -> None:
 # ---------------------------------------------------------------- tasks
 
 
-def test_every_task_replays_to_reward_one() -> None:
-    tasks = tasks_30()
-    assert len(tasks) == 30 * len(APP.task_families())
-    env = make_env("homes")
-    failures = [f"{t.id}: {o.reason}" for t in tasks if not (o := replay_task(t, env)).kept]
-    assert failures == []
-
-
-def test_tasks_are_deterministic_and_well_formed() -> None:
-    again = generate_app_tasks(APP, BuildConfig(tasks_per_family=30))
-    assert [t.model_dump() for t in again] == [t.model_dump() for t in tasks_30()]
-    users = {p.username: p.name for p in population()}
+def test_tasks_log_in_users_who_have_homes_data() -> None:
     with_data = {r["username"] for r in seed_all(
         "SELECT username FROM users u WHERE EXISTS (SELECT 1 FROM saved_homes s WHERE s.user_id = u.id) "
         "OR EXISTS (SELECT 1 FROM tours t WHERE t.user_id = u.id) OR EXISTS (SELECT 1 FROM offers o "
         "WHERE o.buyer_id = u.id) OR EXISTS (SELECT 1 FROM saved_searches q WHERE q.user_id = u.id)")}
     for task in tasks_30():
-        variables = task.env_variables
-        assert "2026-04-01" <= variables["CURRENT_DATE"] <= "2026-08-31", task.id
-        assert users[variables["LOGGED_IN_USER"]] == variables["LOGGED_IN_NAME"], task.id
-        assert variables["LOGGED_IN_USER"] in with_data, task.id
-        assert task.expected_answer and task.reference_solution and task.checks, task.id
-        assert 1 <= task.difficulty <= 3
-        kinds = {c.kind for c in task.checks}
-        assert "diff_only" in kinds, task.id
-        if task.metadata["shape"] == "impossible":
-            assert "tool_not_called" in kinds and task.expected_answer.startswith("I cannot"), task.id
-
-
-def test_each_family_uses_at_least_three_phrasings() -> None:
-    phrasings: dict[str, set[str]] = defaultdict(set)
-    prompts: dict[str, set[str]] = defaultdict(set)
-    for task in tasks_30():
-        phrasings[task.family].add(str(task.metadata["phrasing"]))
-        prompts[task.family].add(task.prompt)
-    for family in APP.task_families():
-        assert len(phrasings[family.name]) >= 3, family.name
-        assert len(prompts[family.name]) == 30, family.name
-
-
-def _run(task: Task, calls: list[tuple[str, dict]], answer: str | None) -> tuple[float, set[str]]:
-    env = make_env("homes")
-    env.reset(task.env_variables)
-    for name, arguments in calls:
-        result = env.call_tool(name, arguments)
-        assert not result.is_error, result.content
-    verdict = verify_task(task, env, answer)
-    return verdict.partial_score, {c.kind for c in verdict.checks if not c.passed}
+        assert task.env_variables["LOGGED_IN_USER"] in with_data, task.id
 
 
 def _other_tourable(task: Task, listing_id: int, date: str, slot: str) -> dict:
@@ -432,18 +291,6 @@ def test_impossible_task_fails_when_the_agent_writes_anyway() -> None:
     verdict = verify_task(task, env, "Done, your tour is booked.")
     # diff_only 2 passes (the tool refused), tool_not_called 1 and answer 1 fail -> 2/4
     assert verdict.partial_score == pytest.approx(2 / 4)
-
-
-def test_answers_are_grounded_in_what_the_reference_calls_showed() -> None:
-    """Every value an answer must contain appears in the tool outputs the gold solution saw."""
-    env = make_env("homes")
-    for task in tasks_30():
-        env.reset(task.env_variables)
-        seen = " ".join(env.call_tool(c.name, c.arguments).content for c in task.reference_solution).casefold()
-        for check in task.checks:
-            if check.kind == "answer_contains":
-                for value in check.values:
-                    assert value == "cannot" or value.casefold() in seen, (task.id, value)
 
 
 def test_impossible_tasks_really_are_impossible() -> None:

@@ -1,4 +1,4 @@
-"""maps app: schema and seed, opening-hours and routing rules, tool errors, context, task generation and scoring."""
+"""maps app: seed rules, opening-hours and routing rules, tool errors, context, hand-computed partial scores."""
 
 from __future__ import annotations
 
@@ -6,64 +6,23 @@ import datetime as dt
 import json
 import math
 from collections import defaultdict
-from functools import cache
 
 import pytest
 
+from app_helpers import AppKit, assert_small_json, call, error
 from toolgym.dataset.build import BuildConfig, generate_app_tasks
-from toolgym.dataset.replay import replay_task
-from toolgym.envs import Environment, get_app, make_env
+from toolgym.envs import make_env
 from toolgym.envs.apps.mail.content import LOCATIONS
 from toolgym.envs.apps.maps import APP
 from toolgym.envs.apps.maps.rules import CATEGORIES, parse_time
 from toolgym.envs.apps.maps.tools import search_places
-from toolgym.envs.database import user_tables
 from toolgym.envs.people import population
-from toolgym.envs.registry import app_names
-from toolgym.schema import Task
 from toolgym.verify import verify_task
 
-SHAPES = {"lookup", "write", "search_choose_write", "multi_step", "impossible", "context"}
-
-
-@cache
-def tasks_30() -> tuple[Task, ...]:
-    return tuple(generate_app_tasks(APP, BuildConfig(tasks_per_family=30)))
-
-
-def tasks_of(family: str) -> list[Task]:
-    return [t for t in tasks_30() if t.family == family]
-
-
-def seed_one(sql: str, params: tuple = ()) -> dict:
-    row = APP.world().one(sql, params)
-    assert row is not None, sql
-    return row
-
-
-def seed_all(sql: str, params: tuple = ()) -> list[dict]:
-    return APP.world().query(sql, params)
-
-
-def fresh_env(user: str | None, today: str = "2026-05-06") -> Environment:
-    env = make_env("maps")
-    variables = {"CURRENT_DATE": today}
-    if user:
-        variables["LOGGED_IN_USER"] = user
-    env.reset(variables)
-    return env
-
-
-def call(env: Environment, name: str, /, **arguments: object) -> dict | list:
-    result = env.call_tool(name, arguments)
-    assert not result.is_error, result.content
-    return json.loads(result.content)
-
-
-def error(env: Environment, name: str, /, **arguments: object) -> str:
-    result = env.call_tool(name, arguments)
-    assert result.is_error, f"{name} should have failed: {result.content}"
-    return result.content
+# The contract every app keeps (schema, tools, policy, replay, determinism, phrasing...) is in test_app_contract.py.
+KIT = AppKit("maps", today="2026-05-06")
+tasks_30, tasks_of, seed_one, seed_all, fresh_env, _run = (
+    KIT.tasks_30, KIT.tasks_of, KIT.seed_one, KIT.seed_all, KIT.fresh_env, KIT.run)
 
 
 def haversine(a: dict, b: dict) -> float:
@@ -76,16 +35,6 @@ def haversine(a: dict, b: dict) -> float:
 # ---------------------------------------------------------------- structure and seed
 
 
-def test_schema_has_six_or_more_tables_all_with_rows_and_stays_small() -> None:
-    db = APP.world().db
-    tables = user_tables(db)
-    assert len(tables) >= 6
-    for table in tables:
-        assert db.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0] > 0, table
-    assert len(APP.snapshot().data) < 2_000_000
-    assert "WITHOUT ROWID" not in APP.schema.upper()
-
-
 def test_users_are_the_shared_population_with_homes_and_offices() -> None:
     rows = seed_all("SELECT u.username, p.category FROM users u JOIN places p ON p.id = u.work_place_id ORDER BY u.id")
     assert [r["username"] for r in rows] == [p.username for p in population()]
@@ -95,29 +44,8 @@ def test_users_are_the_shared_population_with_homes_and_offices() -> None:
     assert quiet == []
 
 
-def test_tools_and_families_cover_every_shape_and_names_do_not_clash() -> None:
-    assert len(APP.tools) >= 8
+def test_search_offers_exactly_the_place_categories() -> None:
     assert search_places.spec.parameters["properties"]["category"]["enum"] == list(CATEGORIES)
-    for t in APP.tools:
-        assert t.description, t.name
-        assert all(p.description for p in t.params), t.name
-    families = APP.task_families()
-    assert len(families) >= 7
-    assert {f.shape for f in families} == SHAPES
-    assert "I cannot" in APP.policy
-    assert 5 <= len(APP.policy.strip().splitlines()) <= 12
-    mine = {t.name for t in APP.tools}
-    checked = 0
-    for name in app_names():
-        if name == "maps":
-            continue
-        try:
-            other = get_app(name)
-        except Exception:  # another team's app that does not import yet cannot clash with anything
-            continue
-        assert mine.isdisjoint(t.name for t in other.tools), name
-        checked += 1
-    assert checked >= 4  # booking, code_host, mail and forum at least
 
 
 def test_visits_happen_while_places_are_open_and_seed_history_predates_tasks() -> None:
@@ -233,12 +161,9 @@ def test_write_rules_one_review_unique_list_names_own_lists_only() -> None:
 
 def test_tool_results_are_small_json() -> None:
     env = fresh_env("steven.jordan")
-    for name, args in (("search_places", {}), ("nearby_places", {"place": "home", "radius_km": 10}),
-                       ("list_my_lists", {}), ("list_my_reviews", {}), ("get_place", {"place": 1}),
-                       ("get_my_timeline", {"date": "2026-04-06", "end_date": "2026-05-06"})):
-        result = env.call_tool(name, args)
-        assert not result.is_error and len(result.content) < 12_000, (name, len(result.content))
-        json.loads(result.content)
+    assert_small_json(env, [("search_places", {}), ("nearby_places", {"place": "home", "radius_km": 10}),
+                            ("list_my_lists", {}), ("list_my_reviews", {}), ("get_place", {"place": 1}),
+                            ("get_my_timeline", {"date": "2026-04-06", "end_date": "2026-05-06"})], limit=12_000)
 
 
 # ---------------------------------------------------------------- context: who "I" am, what "today" is
@@ -280,52 +205,11 @@ def test_current_date_decides_what_tomorrow_and_saturday_mean() -> None:
 # ---------------------------------------------------------------- tasks
 
 
-def test_every_task_replays_to_reward_one() -> None:
-    tasks = tasks_30()
-    assert len(tasks) == 30 * len(APP.task_families())
-    env = make_env("maps")
-    failures = [f"{t.id}: {o.reason}" for t in tasks if not (o := replay_task(t, env)).kept]
-    assert failures == []
-
-
-def test_tasks_are_deterministic_and_well_formed() -> None:
+def test_a_shorter_build_is_a_prefix_of_a_longer_one() -> None:
     # a family's draws do not depend on how many are asked for, so a second, shorter build is a prefix
     again = generate_app_tasks(APP, BuildConfig(tasks_per_family=10))
     first_ten = [t for t in tasks_30() if int(t.id.rsplit("/", 1)[1]) < 10]
     assert [t.model_dump() for t in again] == [t.model_dump() for t in first_ten]
-    users = {p.username: p.name for p in population()}
-    for task in tasks_30():
-        variables = task.env_variables
-        assert "2026-04-01" <= variables["CURRENT_DATE"] <= "2026-08-31", task.id
-        assert users[variables["LOGGED_IN_USER"]] == variables["LOGGED_IN_NAME"], task.id
-        assert task.expected_answer and task.reference_solution and task.checks, task.id
-        kinds = {c.kind for c in task.checks}
-        assert "diff_only" in kinds, task.id
-        if task.metadata["shape"] == "impossible":
-            assert "tool_not_called" in kinds and task.expected_answer.startswith("I cannot"), task.id
-
-
-def test_each_family_uses_at_least_three_phrasings() -> None:
-    phrasings: dict[str, set[str]] = defaultdict(set)
-    prompts: dict[str, set[str]] = defaultdict(set)
-    for task in tasks_30():
-        phrasings[task.family].add(str(task.metadata["phrasing"]))
-        prompts[task.family].add(task.prompt)
-    for family in APP.task_families():
-        assert len(phrasings[family.name]) >= 3, family.name
-        assert len(prompts[family.name]) == 30, family.name
-
-
-def test_answers_are_grounded_in_what_the_reference_calls_showed() -> None:
-    """Every value an answer must contain appears in the tool outputs the gold solution saw."""
-    env = make_env("maps")
-    for task in tasks_30():
-        env.reset(task.env_variables)
-        seen = " ".join(env.call_tool(c.name, c.arguments).content for c in task.reference_solution).casefold()
-        for check in task.checks:
-            if check.kind == "answer_contains":
-                for value in check.values:
-                    assert value == "cannot" or value.casefold() in seen, (task.id, value)
 
 
 def test_nearest_open_choices_agree_with_an_independent_computation() -> None:
@@ -347,16 +231,6 @@ def test_nearest_open_choices_agree_with_an_independent_computation() -> None:
                       and hours[p["id"]][weekday][0] <= args["open_at"] < hours[p["id"]][weekday][1]]
         best = min(candidates, key=lambda p: haversine(origin, p))
         assert best["id"] == task.metadata["place_id"], task.id
-
-
-def _run(task: Task, calls: list[tuple[str, dict]], answer: str | None) -> tuple[float, set[str]]:
-    env = make_env("maps")
-    env.reset(task.env_variables)
-    for name, arguments in calls:
-        result = env.call_tool(name, arguments)
-        assert not result.is_error, result.content
-    verdict = verify_task(task, env, answer)
-    return verdict.partial_score, {c.kind for c in verdict.checks if not c.passed}
 
 
 def test_wrong_extra_and_missing_writes_score_by_hand() -> None:

@@ -1,64 +1,24 @@
-"""tracker app: schema and seed, the join with code_host, tool rules and errors, context, task
-generation, replay and check scoring."""
+"""tracker app: seed rules, the join with code_host, tool rules and errors, context, task
+variants and hand-computed partial scores."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 from collections import defaultdict
-from functools import cache
 
 import pytest
 
-from toolgym.dataset.build import BuildConfig, generate_app_tasks
-from toolgym.dataset.replay import replay_task
-from toolgym.envs import Environment, get_app, make_env
+from app_helpers import AppKit, call, error
+from toolgym.envs import get_app, make_env
 from toolgym.envs.apps.tracker import APP
 from toolgym.envs.apps.tracker.data import ACTIVITY_END
 from toolgym.envs.apps.tracker.rules import STORY_POINTS, open_blockers
-from toolgym.envs.database import user_tables
-from toolgym.envs.people import population
-from toolgym.envs.registry import app_names
 from toolgym.schema import Task
-from toolgym.verify import verify_task
 
-SHAPES = {"lookup", "write", "search_choose_write", "multi_step", "impossible", "context"}
-
-
-@cache
-def tasks_30() -> tuple[Task, ...]:
-    return tuple(generate_app_tasks(APP, BuildConfig(tasks_per_family=30)))
-
-
-def seed_one(sql: str, params: tuple = ()) -> dict:
-    row = APP.world().one(sql, params)
-    assert row is not None, sql
-    return row
-
-
-def seed_all(sql: str, params: tuple = ()) -> list[dict]:
-    return APP.world().query(sql, params)
-
-
-def fresh_env(user: str | None, today: str = "2026-06-03") -> Environment:
-    env = make_env("tracker")
-    variables = {"CURRENT_DATE": today}
-    if user:
-        variables["LOGGED_IN_USER"] = user
-    env.reset(variables)
-    return env
-
-
-def call(env: Environment, name: str, **arguments: object) -> dict | list:
-    result = env.call_tool(name, arguments)
-    assert not result.is_error, result.content
-    return json.loads(result.content)
-
-
-def error(env: Environment, name: str, **arguments: object) -> str:
-    result = env.call_tool(name, arguments)
-    assert result.is_error, f"{name} should have failed: {result.content}"
-    return result.content
+# The contract every app keeps (schema, tools, policy, replay, determinism, phrasing...) is in test_app_contract.py.
+KIT = AppKit("tracker", today="2026-06-03")
+tasks_30, seed_one, seed_all, fresh_env, _score = KIT.tasks_30, KIT.seed_one, KIT.seed_all, KIT.fresh_env, KIT.score
 
 
 def member_of(project_key: str, role: str | None = None) -> str:
@@ -79,43 +39,6 @@ def outsider_of(project_key: str) -> str:
 
 
 # ---------------------------------------------------------------- structure and seed
-
-
-def test_schema_has_six_or_more_tables_all_with_rows_and_stays_small() -> None:
-    db = APP.world().db
-    tables = user_tables(db)
-    assert len(tables) >= 6
-    for table in tables:
-        assert db.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0] > 0, table
-    assert len(APP.snapshot().data) < 2_000_000
-    assert db.execute("PRAGMA foreign_key_check").fetchall() == []
-
-
-def test_users_are_the_shared_population() -> None:
-    names = [r["username"] for r in seed_all("SELECT username FROM users ORDER BY id")]
-    assert names == [p.username for p in population()]
-
-
-def test_tools_families_and_policy() -> None:
-    assert len(APP.tools) >= 8
-    for t in APP.tools:
-        assert t.description, t.name
-        assert all(p.description for p in t.params), t.name
-    families = APP.task_families()
-    assert len(families) >= 7
-    assert {f.shape for f in families} == SHAPES
-    assert "I cannot" in APP.policy
-    assert 5 <= len(APP.policy.strip().splitlines()) <= 12
-
-
-def test_tool_names_do_not_clash_with_other_apps() -> None:
-    mine = {t.name for t in APP.tools}
-    for name in app_names():
-        if name != "tracker":
-            clash = mine & {t.name for t in get_app(name).tools}
-            assert not clash, f"tracker and {name} both define {sorted(clash)}"
-    joined = make_env("tracker+code_host")
-    assert len(joined.tool_specs()) == len(APP.tools) + len(get_app("code_host").tools)
 
 
 def test_seed_invariants_the_rules_rely_on() -> None:
@@ -170,43 +93,13 @@ def test_code_refs_name_real_pull_requests_in_the_projects_repos() -> None:
     assert lead["repo"].startswith(lead["lead"] + "/")  # the lead owns the first repository in code_host too
 
 
-# ---------------------------------------------------------------- generation and replay
+# ---------------------------------------------------------------- generated tasks
 
 
-def test_every_generated_task_replays_to_reward_one() -> None:
-    tasks = tasks_30()
-    assert len({t.family for t in tasks}) == len(APP.task_families())
-    env = make_env("tracker")
-    failures = []
-    for task in tasks:
-        outcome = replay_task(task, env)
-        if not outcome.kept or outcome.verdict.reward != 1.0:
-            failures.append(f"{task.id}: {outcome.reason}")
-    assert not failures, failures[:5]
-
-
-def test_generation_is_deterministic_and_tasks_are_well_formed() -> None:
-    again = generate_app_tasks(APP, BuildConfig(tasks_per_family=30))
-    assert [t.model_dump() for t in again] == [t.model_dump() for t in tasks_30()]
+def test_tasks_log_in_project_members() -> None:
     members = {r["username"] for r in seed_all("SELECT DISTINCT username FROM project_members ORDER BY 1")}
     for task in tasks_30():
-        variables = task.env_variables
-        assert "2026-04-01" <= variables["CURRENT_DATE"] <= "2026-08-31", task.id
-        assert variables["LOGGED_IN_USER"] in members, task.id
-        assert variables["LOGGED_IN_NAME"], task.id
-        assert task.reference_solution and task.expected_answer and task.checks, task.id
-        assert 1 <= task.difficulty <= 3
-
-
-def test_each_family_uses_three_or_more_phrasings() -> None:
-    phrasings: dict[str, set] = defaultdict(set)
-    openings: dict[str, set] = defaultdict(set)
-    for task in tasks_30():
-        phrasings[task.family].add(task.metadata["phrasing"])
-        openings[task.family].add(" ".join(task.prompt.split()[:2]))
-    for family in phrasings:
-        assert len(phrasings[family]) >= 3, family
-        assert len(openings[family]) >= 3, family
+        assert task.env_variables["LOGGED_IN_USER"] in members, task.id
 
 
 def test_impossible_tasks_really_are_impossible() -> None:
@@ -247,16 +140,6 @@ def test_roll_over_covers_its_variants() -> None:
 
 
 # ---------------------------------------------------------------- partial credit
-
-
-def _score(task: Task, calls: list[tuple[str, dict]]) -> tuple[float, float, set[str]]:
-    env = make_env("tracker")
-    env.reset(task.env_variables)
-    for name, arguments in calls:
-        result = env.call_tool(name, arguments)
-        assert not result.is_error, result.content
-    verdict = verify_task(task, env, task.expected_answer)
-    return verdict.reward, verdict.partial_score, {c.label for c in verdict.checks if not c.passed}
 
 
 def _plain_file_task() -> Task:

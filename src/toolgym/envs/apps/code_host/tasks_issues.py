@@ -28,7 +28,19 @@ from toolgym.envs.apps.code_host.task_kit import (
     random_day,
 )
 from toolgym.envs.context import WEEKDAYS, resolve_date
-from toolgym.schema import DiffOnly, ExpectedChange, FieldEquals, RowExists
+from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists
+
+
+def _assignment_checks(issue_id: int, assignee: str, label: str) -> list[Check]:
+    """The issue now has `assignee`, and nothing else changed: shared by the assign-to-someone and to-me tasks."""
+    return [
+        FieldEquals(table="issues", where={"id": issue_id}, field="assignee", value=assignee, weight=2, label=label),
+        DiffOnly(
+            expected=[ExpectedChange(table="issues", op="update", where={"id": issue_id}, fields=["assignee"])],
+            weight=1,
+            label="only that assignment",
+        ),
+    ]
 
 
 def count_label_issues(rng: random.Random, world: World) -> TaskDraft | None:
@@ -222,25 +234,7 @@ def assign_oldest_issue(rng: random.Random, world: World) -> TaskDraft | None:
             gold_call("assign_issue", repo=name, number=target["number"], assignee=assignee),
         ],
         expected_answer=f"I assigned issue #{target['number']} ('{target['title']}') in {name} to {assignee}.",
-        checks=[
-            FieldEquals(
-                table="issues",
-                where={"id": target["id"]},
-                field="assignee",
-                value=assignee,
-                weight=2,
-                label="right issue assigned",
-            ),
-            DiffOnly(
-                expected=[
-                    ExpectedChange(
-                        table="issues", op="update", where={"id": target["id"]}, fields=["assignee"]
-                    )
-                ],
-                weight=1,
-                label="only that assignment",
-            ),
-        ],
+        checks=_assignment_checks(target["id"], assignee, "right issue assigned"),
         difficulty=2,
         metadata={"phrasing": phrasing},
     )
@@ -522,25 +516,7 @@ def assign_to_me(rng: random.Random, world: World) -> TaskDraft | None:
             gold_call("assign_issue", repo=name, number=target["number"], assignee="me"),
         ],
         expected_answer=f"I assigned issue #{target['number']} ('{target['title']}') in {name} to you.",
-        checks=[
-            FieldEquals(
-                table="issues",
-                where={"id": target["id"]},
-                field="assignee",
-                value=user,
-                weight=2,
-                label="assigned to me",
-            ),
-            DiffOnly(
-                expected=[
-                    ExpectedChange(
-                        table="issues", op="update", where={"id": target["id"]}, fields=["assignee"]
-                    )
-                ],
-                weight=1,
-                label="only that assignment",
-            ),
-        ],
+        checks=_assignment_checks(target["id"], user, "assigned to me"),
         difficulty=2,
         metadata={"phrasing": phrasing},
     )

@@ -13,7 +13,11 @@ import random
 from typing import Any
 
 from toolgym.envs import World
-from toolgym.schema import AnswerContains, Check, DiffOnly, ExpectedChange, ToolCall, ToolNotCalled
+from toolgym.envs.app import answer_has as answer_has  # re-exported: the check builders apps share
+from toolgym.envs.app import diff_only as diff_only
+from toolgym.envs.app import impossible_checks as impossible_checks
+from toolgym.envs.app import lookup_checks as lookup_checks
+from toolgym.schema import ToolCall
 
 FIRST_DAY = dt.date(2026, 4, 1)  # range of CURRENT_DATE in tasks
 LAST_DAY = dt.date(2026, 8, 31)
@@ -147,31 +151,3 @@ def money(amount: int) -> str:
 
 def call(tool_name: str, /, **arguments: Any) -> ToolCall:
     return ToolCall(name=tool_name, arguments=arguments)
-
-
-# ---------------------------------------------------------------- checks
-
-
-def diff_only(expected: list[ExpectedChange], weight: float = 2.0) -> DiffOnly:
-    label = "no other changes" if expected else "nothing changed"
-    return DiffOnly(expected=expected, weight=weight, label=label)
-
-
-def answer_has(values: list[str], weight: float = 1.0, label: str | None = None) -> AnswerContains:
-    return AnswerContains(values=values, weight=weight, label=label or f"answer mentions {', '.join(values)}")
-
-
-def impossible_checks(write_tool: str) -> list[Check]:
-    """The request cannot be done: no change, no write attempted, and an 'I cannot' reply."""
-    return [
-        diff_only([], weight=2.0),
-        ToolNotCalled(name=write_tool, weight=1.0, label=f"{write_tool} not called"),
-        answer_has(["cannot"], label="reply says it cannot be done"),
-    ]
-
-
-def lookup_checks(values: list[str]) -> list[Check]:
-    """One answer check per fact (partial credit per fact) and no change to the data."""
-    checks: list[Check] = [answer_has([v]) for v in values]
-    checks.append(diff_only([], weight=1.0))
-    return checks

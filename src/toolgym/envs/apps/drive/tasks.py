@@ -55,6 +55,14 @@ def _named(reader: Reader, files: list[dict]) -> list[dict]:
     return [f for f in files if reader.by_name(f["name"]) is not None]
 
 
+def _pick_named(reader: Reader, rng: random.Random, files: list[dict]) -> dict | None:
+    """One of `files`, drawn at random, if its name alone identifies it; None when there is none to draw."""
+    if not files:
+        return None
+    named = _named(reader, [rng.choice(files)])
+    return named[0] if named else None
+
+
 def _live_namesake(reader: Reader, file_id: int) -> bool:
     """A file outside the trash in the same folder already has this (trashed) file's name."""
     row = reader.ctx.one("SELECT folder_id, name FROM files WHERE id=?", (file_id,))
@@ -778,13 +786,9 @@ def share_view_only_file(app: App) -> Generator:
 
     def generate(rng: random.Random, world: World) -> TaskDraft | None:
         reader = _setup(app, rng, world)
-        limited = [f for f in reader.all_files() if f["my_role"] in ("viewer", "commenter")]
-        if not limited:
+        pick = _pick_named(reader, rng, [f for f in reader.all_files() if f["my_role"] in ("viewer", "commenter")])
+        if pick is None:
             return None
-        named = _named(reader, [rng.choice(limited)])
-        if not named:
-            return None
-        pick = named[0]
         person = pick_grantee(rng, world, reader, [pick["id"]], set())
         if person is None:
             return None
@@ -814,13 +818,9 @@ def restore_missing_version(app: App) -> Generator:
 
     def generate(rng: random.Random, world: World) -> TaskDraft | None:
         reader = _setup(app, rng, world)
-        files = [f for f in reader.all_files() if t.RANK[f["my_role"]] >= EDITOR]
-        if not files:
+        pick = _pick_named(reader, rng, [f for f in reader.all_files() if t.RANK[f["my_role"]] >= EDITOR])
+        if pick is None:
             return None
-        named = _named(reader, [rng.choice(files)])
-        if not named:
-            return None
-        pick = named[0]
         top = world.one("SELECT MAX(version_number) AS n FROM file_versions WHERE file_id=?", (pick["id"],))
         history = reader(t.list_file_versions, file_id=pick["id"])
         count = history["current_version"]
