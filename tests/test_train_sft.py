@@ -80,6 +80,18 @@ def test_micro_batches_respect_the_token_budget_and_keep_every_sample() -> None:
         assert len(batch) * max(lengths[i] for i in batch) <= 400 or len(batch) == 1
 
 
+def test_micro_batches_keep_samples_with_one_system_prompt_together() -> None:
+    from toolgym.train.batching import PREFIX_KEY_TOKENS, prefix_keys
+
+    one, other = [1] * PREFIX_KEY_TOKENS, [2] * PREFIX_KEY_TOKENS
+    samples = [_sample([*one, i], [0] * PREFIX_KEY_TOKENS + [1]) if i % 2 else _sample([*other, i, i], [0] * PREFIX_KEY_TOKENS + [1, 1])
+               for i in range(10)]
+    keys = prefix_keys(samples)
+    assert keys == [0, 1] * 5  # distinct openings, in order of first appearance
+    batches = micro_batches([len(s.input_ids) for s in samples], list(range(10)), token_budget=10_000, keys=keys)
+    assert sorted(map(sorted, batches)) == [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]]
+
+
 def test_the_plan_is_a_function_of_lengths_and_seed() -> None:
     lengths = [20 + (i * 37) % 300 for i in range(50)]
     plan = plan_steps(lengths, token_budget=600, grad_accum=2, seed=3, epochs=2)
@@ -115,6 +127,47 @@ def test_the_head_only_at_trained_positions_equals_the_full_forward() -> None:
         assert token_logprobs(model, batch) == pytest.approx(expected, abs=1e-5)
         assert float(nll_sum(model, batch)) == pytest.approx(-float(expected.sum()), rel=1e-5)
     assert expected.numel() == 17 + 5  # every trained token, each predicted from the position before it
+
+
+def test_a_shared_prefix_runs_once_and_gives_the_same_logprobs_and_gradients() -> None:
+    from transformers import AutoModelForCausalLM
+
+    from toolgym.train import loss as loss_module
+
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir()))
+    prefix = list(range(5, 45))  # 40 shared ids, then rows of different lengths (right padding)
+    samples = [_sample(prefix + list(range(60 + n, 60 + 2 * n)), [0] * 40 + [0, 1] * (n // 2) + [1] * (n % 2))
+               for n in (9, 4, 13)]
+    batch = collate(samples, pad_id=0)
+    assert loss_module.shared_prefix_length(batch.input_ids, batch.attention_mask) == 40
+
+    def run(min_prefix: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        model.zero_grad()
+        original = loss_module.MIN_SHARED_PREFIX
+        loss_module.MIN_SHARED_PREFIX = min_prefix
+        try:
+            values = token_logprobs(model, batch)
+        finally:
+            loss_module.MIN_SHARED_PREFIX = original
+        values.sum().backward()
+        return values.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    shared, shared_grads = run(min_prefix=32)
+    plain, plain_grads = run(min_prefix=10_000)
+    assert shared == pytest.approx(plain, abs=1e-5)
+    assert shared_grads.keys() == plain_grads.keys() and len(plain_grads) > 10
+    for name, grad in plain_grads.items():
+        assert torch.allclose(shared_grads[name], grad, atol=1e-5, rtol=1e-4), name
+
+
+def test_rows_that_differ_early_share_no_prefix() -> None:
+    from toolgym.train.loss import shared_prefix_length
+
+    batch = collate([_sample([1, 2, 3, 4], [0, 0, 1, 1]), _sample([1, 2, 9, 4, 5], [0, 0, 1, 1, 1])], pad_id=0)
+    assert shared_prefix_length(batch.input_ids, batch.attention_mask) == 2
+    same = collate([_sample([1, 2, 3], [0, 1, 1]), _sample([1, 2, 3, 4], [0, 1, 1, 1])], pad_id=0)
+    assert shared_prefix_length(same.input_ids, same.attention_mask) == 2  # the shorter row keeps a token
+    assert shared_prefix_length(same.input_ids[:1], same.attention_mask[:1]) == 0
 
 
 # -- a full run ------------------------------------------------------------------------------------

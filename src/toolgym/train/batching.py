@@ -20,6 +20,7 @@ from toolgym.schema import TrainingSample
 
 IGNORE_INDEX = -100
 SORT_WINDOW = 256  # samples sorted by length together: big enough to bucket, small enough to stay random
+PREFIX_KEY_TOKENS = 256  # samples whose first ids agree this far share a system prompt: batch them together
 
 StepPlan = list[list[list[int]]]  # step → micro-batches → sample indices
 
@@ -70,20 +71,30 @@ def collate(samples: Sequence[TrainingSample], pad_id: int) -> Batch:
                  int((targets != IGNORE_INDEX).sum()))
 
 
+def prefix_keys(samples: Sequence[TrainingSample]) -> list[int]:
+    """A small id per distinct opening (the first PREFIX_KEY_TOKENS ids): same app or task, same key."""
+    ids: dict[tuple[int, ...], int] = {}
+    return [ids.setdefault(tuple(s.input_ids[:PREFIX_KEY_TOKENS]), len(ids)) for s in samples]
+
+
 def micro_batches(lengths: Sequence[int], order: Sequence[int], token_budget: int,
-                  max_rows: int | None = None) -> list[list[int]]:
+                  max_rows: int | None = None, keys: Sequence[int] | None = None) -> list[list[int]]:
     """Group `order` into micro-batches: sorted by length within windows, rows × longest ≤ token_budget.
 
-    A sample longer than the budget gets a micro-batch of its own.
+    With `keys` (prefix_keys), a window is sorted by key first, so rows that share a system prompt
+    land together and the loss computes that prefix once. A sample longer than the budget gets a
+    micro-batch of its own.
     """
     batches: list[list[int]] = []
     for start in range(0, len(order), SORT_WINDOW):
-        window = sorted(order[start : start + SORT_WINDOW], key=lambda i: (lengths[i], i))
+        window = sorted(order[start : start + SORT_WINDOW],
+                        key=lambda i: (keys[i] if keys is not None else 0, lengths[i], i))
         current: list[int] = []
         longest = 0
         for index in window:
             grown = max(longest, lengths[index])
             full = (len(current) + 1) * grown > token_budget or (max_rows is not None and len(current) >= max_rows)
+            full = full or (keys is not None and bool(current) and keys[current[0]] != keys[index])
             if current and full:
                 batches.append(current)
                 current, grown = [], lengths[index]
@@ -96,7 +107,7 @@ def micro_batches(lengths: Sequence[int], order: Sequence[int], token_budget: in
 
 def plan_steps(lengths: Sequence[int], *, token_budget: int, grad_accum: int = 1, seed: int = 0,
                epochs: int = 1, max_steps: int | None = None, processes: int = 1,
-               max_rows: int | None = None) -> StepPlan:
+               max_rows: int | None = None, keys: Sequence[int] | None = None) -> StepPlan:
     """Optimizer steps of `grad_accum × processes` micro-batches each, epoch after epoch.
 
     Each epoch shuffles the samples with its own seed, buckets them, and shuffles the buckets.
@@ -114,7 +125,7 @@ def plan_steps(lengths: Sequence[int], *, token_budget: int, grad_accum: int = 1
         rng = random.Random(f"toolgym-sft/{seed}/{epoch}")
         order = list(range(len(lengths)))
         rng.shuffle(order)
-        batches = micro_batches(lengths, order, token_budget, max_rows)
+        batches = micro_batches(lengths, order, token_budget, max_rows, keys)
         rng.shuffle(batches)
         before = len(steps)
         for start in range(0, len(batches), per_step):

@@ -30,6 +30,7 @@ from toolgym.train.batching import (
     eval_batches,
     plan_fingerprint,
     plan_steps,
+    prefix_keys,
     supervised_count,
 )
 from toolgym.train.checkpoint import (
@@ -231,7 +232,7 @@ class _Trainer:
         self.plan: StepPlan = plan_steps(
             lengths, token_budget=config.batch_tokens, grad_accum=config.grad_accum, seed=config.seed,
             epochs=config.epochs, max_steps=config.max_steps, processes=self.accelerator.num_processes,
-            max_rows=config.max_rows)
+            max_rows=config.max_rows, keys=prefix_keys(self.train))
         self.fingerprint = plan_fingerprint(self.plan, lengths)
         seen = 0
         self.samples_through = []

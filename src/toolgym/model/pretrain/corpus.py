@@ -1031,7 +1031,42 @@ def skill_transcribe(rng: random.Random) -> CorpusEpisode:
     return scene.finish("transcribe", messages, marks, domain)
 
 
+def _echo_text(rng: random.Random) -> tuple[str, str]:
+    """40–200 tokens of values and prose to repeat: (text, its first value)."""
+    shape = rng.randrange(4)
+    if shape == 0:  # a list of values of mixed kinds
+        values = [text_of(make_value(rng.choice(ECHO_KINDS), rng)) for _ in range(rng.randint(4, 14))]
+        return rng.choice([", ", "; ", "\n"]).join(values), values[0]
+    if shape == 1:  # a JSON record, as tools return them
+        domain = make_domain(rng)
+        record = make_record(domain, rng, set())
+        return render_result(record), text_of(record[domain.id_field])
+    if shape == 2:  # prose with entities in it
+        first = vocab.person_name(rng)
+        text = (f"{first} asked for {vocab.title(rng)} in {vocab.city(rng)} on {vocab.iso_date(rng)}, "
+                f"reference {vocab.code(rng)}. {vocab.sentence(rng)} Contact: {vocab.email_of(vocab.username_of(first, rng), rng)}.")
+        return text, first
+    lines = [f"{_words(rng.choice(ARG_NAMES[k]))}: {text_of(make_value(k, rng))}"
+             for k in rng.sample(ECHO_KINDS, rng.randint(3, 7))]
+    return "\n".join(lines), lines[0].split(": ", 1)[1]
+
+
+def skill_echo(rng: random.Random) -> CorpusEpisode:
+    """Repeat a text verbatim: the densest copy signal there is, so the copy circuit forms early.
+
+    Weighted up only for the first episodes of the corpus (see CURRICULUM); kept at a small weight after.
+    """
+    domain = make_domain(rng)
+    scene = new_scene(rng, domain, long=False)
+    text, first = _echo_text(rng)
+    request = rng.choice(["Repeat this exactly:", "Copy the following back to me, unchanged:",
+                          "Say this back word for word:", "Echo:"])
+    messages = [user(f"{request}\n{text}"), answer(text)]
+    return scene.finish("echo", messages, [Mark(1, first, "echo")], domain)
+
+
 SKILLS: dict[str, tuple[Callable[[random.Random], CorpusEpisode], float]] = {
+    "echo": (skill_echo, 0.03),
     "transcribe": (skill_transcribe, 0.08),
     "copy_call": (skill_copy_call, 0.18),
     "lookup_answer": (skill_lookup_answer, 0.10),
@@ -1050,15 +1085,25 @@ def episode_rng(seed: int, index: int) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def generate_episode(seed: int, index: int, weights: dict[str, float] | None = None) -> CorpusEpisode:
+# The first episodes of the corpus are mostly verbatim copying: with the copy circuit in place the
+# other skills start at once; without it, every copied value waits on a long plateau.
+CURRICULUM_EPISODES = 4000
+CURRICULUM_WEIGHTS: dict[str, float] = {"echo": 1.0, "transcribe": 0.2}
+
+
+def generate_episode(seed: int, index: int, weights: dict[str, float] | None = None,
+                     curriculum_episodes: int = 0) -> CorpusEpisode:
+    """Episode `index` of the corpus of `seed`; indices below `curriculum_episodes` use CURRICULUM_WEIGHTS."""
     rng = episode_rng(seed, index)
+    if index < curriculum_episodes:
+        weights = {**(weights or {}), **CURRICULUM_WEIGHTS}
     names = list(SKILLS)
     w = [(weights or {}).get(n, SKILLS[n][1]) for n in names]
     skill = rng.choices(names, weights=w)[0]
     return SKILLS[skill][0](rng)
 
 
-def generate_corpus(seed: int, count: int, start: int = 0, weights: dict[str, float] | None = None
-                    ) -> Iterator[CorpusEpisode]:
+def generate_corpus(seed: int, count: int, start: int = 0, weights: dict[str, float] | None = None,
+                    curriculum_episodes: int = 0) -> Iterator[CorpusEpisode]:
     for index in range(start, start + count):
-        yield generate_episode(seed, index, weights)
+        yield generate_episode(seed, index, weights, curriculum_episodes)

@@ -33,11 +33,12 @@ class PackedBatch:
 
 
 def episode_stream(seed: int, renderer: Renderer, start: int, max_len: int,
-                   weights: dict[str, float] | None = None) -> Iterator[tuple[int, TokenizedEpisode]]:
+                   weights: dict[str, float] | None = None, curriculum_episodes: int = 0
+                   ) -> Iterator[tuple[int, TokenizedEpisode]]:
     """(index, tokenized episode) from `start` on; episodes longer than `max_len` are skipped."""
     index = start
     while True:
-        episode = tokenize_episode(generate_episode(seed, index, weights), renderer)
+        episode = tokenize_episode(generate_episode(seed, index, weights, curriculum_episodes), renderer)
         if len(episode.input_ids) <= max_len:
             yield index, episode
         index += 1

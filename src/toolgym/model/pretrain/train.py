@@ -23,6 +23,7 @@ from toolgym.agent.render import Renderer
 from toolgym.model.pretrain.corpus import generate_episode
 from toolgym.model.pretrain.data import episode_stream, pack_batch, padded_batch
 from toolgym.model.pretrain.render import TokenizedEpisode, tokenize_episode
+from toolgym.model.tiny import SPECIAL_TOKENS, TAG_TOKENS
 
 EVAL_SEED_OFFSET = 1_000_003  # held-out corpus samples come from a different seed stream
 
@@ -50,6 +51,17 @@ class TrainConfig:
     # Loss weight of non-assistant tokens (system prompt, requests, tool results). Their repeated
     # keys, names and ids give the copy (induction) circuit far more signal than assistant turns alone.
     context_weight: float = 0.0
+    curriculum_episodes: int = 0  # the first episodes are mostly verbatim copying (corpus.CURRICULUM_WEIGHTS)
+    # Phase 0: the first `copy_steps` steps repeat random token sequences (copy_rows × copy_len,
+    # second half = first half). Copy targets that nothing but copying predicts make the copy
+    # (induction) circuit form in ~150 steps; in the corpus alone it had not formed after 450.
+    copy_steps: int = 0
+    copy_rows: int = 16
+    copy_len: int = 128
+    # After phase 0, every corpus step also trains on `copy_mix_rows` random-copy rows, so the copy
+    # circuit is kept while the corpus teaches when to copy (without it, the first corpus steps erase it).
+    copy_mix_rows: int = 0
+    copy_mix_len: int = 256
     skill_weights: dict[str, float] = field(default_factory=dict)
 
     def lr_at(self, step: int) -> float:
@@ -72,6 +84,51 @@ class StepRecord:
     supervised: int
     cpu_s: float
     wall_s: float
+
+
+def random_copy_batch(step: int, seed: int, rows: int, length: int, vocab_low: int, vocab_high: int
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of random tokens whose second half repeats the first; targets on the repeat (after its first token)."""
+    generator = torch.Generator().manual_seed(seed * 1_000_003 + step)
+    half = length // 2
+    first = torch.randint(vocab_low, vocab_high, (rows, half), generator=generator)
+    ids = torch.cat([first, first], dim=1)
+    targets = torch.full((rows, 2 * half), -100, dtype=torch.long)
+    targets[:, half : 2 * half - 1] = ids[:, half + 1 :]
+    return ids, targets
+
+
+def chunk_copy_batch(step: int, seed: int, rows: int, length: int, vocab_low: int, vocab_high: int,
+                     chunk: tuple[int, int] = (4, 24), copy_share: float = 0.5) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of random chunks, about `copy_share` of them copies of an earlier stretch at a random distance.
+
+    Targets are the copied tokens after a copy's first one: only finding the earlier occurrence of the
+    current token (content, not position) predicts them, which is the induction circuit tool use needs.
+    """
+    generator = torch.Generator().manual_seed(seed * 1_000_003 + step)
+
+    def draw(low: int, high: int) -> int:
+        return int(torch.randint(low, high + 1, (1,), generator=generator))
+
+    ids = torch.empty((rows, length), dtype=torch.long)
+    targets = torch.full((rows, length), -100, dtype=torch.long)
+    for row in range(rows):
+        tokens: list[int] = []
+        copied: list[bool] = []
+        while len(tokens) < length:
+            size = draw(*chunk)
+            if len(tokens) >= 2 * chunk[1] and float(torch.rand((1,), generator=generator)) < copy_share:
+                start = draw(0, len(tokens) - size)
+                tokens.extend(tokens[start : start + size])
+                copied.extend([False] + [True] * (size - 1))
+            else:
+                tokens.extend(torch.randint(vocab_low, vocab_high, (size,), generator=generator).tolist())
+                copied.extend([False] * size)
+        ids[row] = torch.tensor(tokens[:length])
+        mask = torch.tensor(copied[:length])
+        # position p - 1 predicts token p
+        targets[row, :-1] = torch.where(mask[1:], ids[row, 1:], torch.tensor(-100))
+    return ids, targets
 
 
 def cpu_seconds() -> float:
@@ -168,7 +225,9 @@ def train(model: Any, renderer: Renderer, config: TrainConfig,
     tokenizer = renderer.tokenizer
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     separator_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
-    stream = episode_stream(config.seed, renderer, 0, config.seq_len - 1, config.skill_weights or None)
+    first_plain_id = len(SPECIAL_TOKENS) + len(TAG_TOKENS)  # tiny.py puts these first; copy ordinary tokens only
+    stream = episode_stream(config.seed, renderer, 0, config.seq_len - 1, config.skill_weights or None,
+                            config.curriculum_episodes)
     carry: list[tuple[int, TokenizedEpisode]] = []
     decay, no_decay = [], []
     for name, parameter in model.named_parameters():
@@ -183,19 +242,32 @@ def train(model: Any, renderer: Renderer, config: TrainConfig,
     eval_cpu = 0.0
     last_eval = 0.0
     for step in range(config.steps if max_steps is None else min(max_steps, config.steps)):
-        batch = pack_batch(stream, config.rows, config.seq_len, pad_id, separator_id, carry, config.context_weight)
         lr = config.lr_at(step)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
-            loss = supervised_loss(model, batch.input_ids, batch.targets,
-                                   batch.weights if config.context_weight else None)
+        if step < config.copy_steps:
+            ids, targets = random_copy_batch(step, config.seed, config.copy_rows, config.copy_len,
+                                             first_plain_id, len(tokenizer))
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
+                loss = supervised_loss(model, ids, targets)
+            tokens, supervised = ids.numel(), int((targets != -100).sum())
+        else:
+            batch = pack_batch(stream, config.rows, config.seq_len, pad_id, separator_id, carry, config.context_weight)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
+                loss = supervised_loss(model, batch.input_ids, batch.targets,
+                                       batch.weights if config.context_weight else None)
+            tokens, supervised = batch.input_ids.numel(), batch.supervised_tokens
+            if config.copy_mix_rows:
+                ids, targets = random_copy_batch(step, config.seed, config.copy_mix_rows, config.copy_mix_len,
+                                                 first_plain_id, len(tokenizer))
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
+                    loss = loss + supervised_loss(model, ids, targets)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if config.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
-        record = StepRecord(step, float(loss.detach()), lr, batch.input_ids.numel(), batch.supervised_tokens,
+        record = StepRecord(step, float(loss.detach()), lr, tokens, supervised,
                             cpu_seconds() - cpu_start - eval_cpu, time.perf_counter() - wall_start)
         records.append(record)
         if on_step:

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from toolgym.schema import TrainingSample
-from toolgym.train.batching import IGNORE_INDEX, Batch, collate, micro_batches, supervised_count
+from toolgym.train.batching import IGNORE_INDEX, Batch, collate, micro_batches, prefix_keys, supervised_count
 from toolgym.train.grpo.advantages import Group
 from toolgym.train.grpo.losses import (
     cross_entropy_logprobs,
@@ -163,7 +163,8 @@ def policy_update(
     for mini in split_mini_batches(episodes, settings.mini_batches, rng):
         items = with_weights(mini, settings.aggregation, settings.dr_grpo_constant)
         lengths = [len(item.sample.input_ids) for item in items]
-        for indices in micro_batches(lengths, list(range(len(items))), settings.batch_tokens):
+        keys = prefix_keys([item.sample for item in items])
+        for indices in micro_batches(lengths, list(range(len(items))), settings.batch_tokens, keys=keys):
             chosen = [items[i] for i in indices]
             _micro_step(model, chosen, settings, stats, pad_id=pad_id, device=device, backward=backward,
                         autocast=autocast, reference=reference, first=stats.optimizer_steps == 0)
