@@ -199,6 +199,7 @@ def init_tiny(
     context_length: int = DEFAULT_CONTEXT_LENGTH,
     vocab_size: int = 4000,
     tokenizer: PreTrainedTokenizerFast | None = None,
+    rope_theta: float = 10000.0,
 ) -> Path:
     """Write a randomly initialised Qwen3ForCausalLM + tokenizer + toolgym.json to `out_dir`.
 
@@ -223,7 +224,7 @@ def init_tiny(
         num_key_value_heads=kv_heads,
         head_dim=hidden_size // heads,
         max_position_embeddings=context_length,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        rope_parameters={"rope_type": "default", "rope_theta": rope_theta},
         tie_word_embeddings=True,
         bos_token_id=None,
         eos_token_id=eos_id,

@@ -51,6 +51,8 @@ class TinyRecipe:
     context_length: int = 4096
     weights_dtype: str = "bfloat16"  # storage only: the folder loads as float32 (config dtype)
     verify_steps: int = 20
+    # Start from weights with a copy circuit planted (plant.py): copying never formed from random init.
+    planted_copy: bool = False
     train: TrainConfig = field(default_factory=TrainConfig)
 
     @classmethod
@@ -90,13 +92,18 @@ def _initial_model(recipe: TinyRecipe, tokenizer: Any, folder: Path) -> Any:
     """init_tiny's folder (config, generation config, tokenizer) and its float32 model."""
     from transformers import AutoModelForCausalLM
 
+    from toolgym.model.pretrain.plant import ROPE_THETA, plant_copy_circuit
     from toolgym.model.tiny import init_tiny
 
     init_tiny(
         folder, hidden_size=recipe.hidden_size, layers=recipe.layers, heads=recipe.heads, kv_heads=recipe.kv_heads,
         seed=recipe.seed, prompt_style="compact", context_length=recipe.context_length, tokenizer=tokenizer,
+        rope_theta=ROPE_THETA if recipe.planted_copy else 10000.0,
     )
-    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, local_files_only=True)
+    if recipe.planted_copy:
+        plant_copy_circuit(model, seed=recipe.seed)
+    return model
 
 
 def sha256_text(text: str) -> str:
