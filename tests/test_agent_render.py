@@ -61,6 +61,25 @@ def test_compact_style_lists_signatures_and_call_format_without_schemas(tokenize
     assert len(renderer.prompt_ids(messages, tools)) < len(full.prompt_ids(full.initial_messages(toy_task(), tools, env.policy), tools)) / 2
 
 
+@pytest.mark.parametrize("style", ["compact", "full"])
+def test_both_styles_render_calls_that_parse_back_to_the_same_calls(tokenizer: Any, style: str) -> None:
+    from toolgym.agent.parse import get_parser
+
+    env = toy_env()
+    tools = env.tool_specs()
+    renderer = Renderer(tokenizer, prompt_style=style)  # type: ignore[arg-type]
+    calls = [ToolCall(id="c1", name="add_note", arguments={"title": "Buy \"oat\" milk", "due": "2026-06-20"}),
+             ToolCall(id="c2", name="list_my_notes", arguments={})]
+    messages = [*renderer.initial_messages(toy_task(), tools, env.policy),
+                Message(role="assistant", content="", tool_calls=calls)]
+    prompt = renderer.render_text(messages[:-1], tools, add_generation_prompt=True)
+    whole = renderer.render_text(messages, tools, add_generation_prompt=False)
+    assert whole.startswith(prompt)
+    parsed = get_parser("hermes").parse(whole[len(prompt):].split("<|im_end|>")[0])
+    assert [(c.name, c.arguments) for c in parsed.tool_calls] == [(c.name, c.arguments) for c in calls]
+    assert not parsed.errors
+
+
 def test_compact_scaffolding_is_tens_of_tokens() -> None:
     env = toy_env()
     tools = env.tool_specs()
