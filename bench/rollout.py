@@ -4,14 +4,16 @@
 
 Same tasks, same tiny model (built with init_tiny unless --model-dir is given), same seeded
 sampling, in one process: first one episode at a time, then `--concurrency` episodes in flight
-sharing one HFPolicy whose pending turns are batched into single `generate` calls. Prints both
-rates, the ratio (target ≥ 5×), and how many generate calls each side made.
+sharing one HFPolicy whose pending turns are decoded together as batches. Prints both rates, the
+ratio (target ≥ 5×), how many batches each side ran, and the machine's load average before and
+after (on a shared machine the ratio moves with it).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -46,7 +48,7 @@ def bench_tasks(count: int) -> list[Task]:
 
 def measure(model_dir: Path, tasks: list[Task], concurrency: int, sampling: SamplingParams, max_turns: int,
             out: Path) -> tuple[float, int, int]:
-    """(episodes per minute, episodes, generate calls) for one configuration."""
+    """(episodes per minute, episodes, batches decoded) for one configuration."""
     policy = HFPolicy(model_dir, max_batch_size=max(concurrency, 1))
 
     async def run() -> float:
@@ -84,15 +86,17 @@ def main() -> None:
         tasks = bench_tasks(args.episodes)
         sampling = SamplingParams(temperature=1.0, max_new_tokens=args.max_new_tokens, seed=1)
         print(f"model {model_dir} · {len(tasks)} episodes over {len({t.env for t in tasks})} apps · "
-              f"{args.max_new_tokens} new tokens/turn · torch threads {torch.get_num_threads()}")
+              f"{args.max_new_tokens} new tokens/turn · torch threads {torch.get_num_threads()} · "
+              f"load {os.getloadavg()[0]:.2f}")
         serial_rate, _, serial_calls = measure(model_dir, tasks, 1, sampling, args.max_turns, root / "serial")
-        print(f"one at a time:          {serial_rate:8.1f} episodes/min ({serial_calls} generate calls)")
+        print(f"one at a time:          {serial_rate:8.1f} episodes/min ({serial_calls} batches)")
         batched_rate, _, batched_calls = measure(model_dir, tasks, args.concurrency, sampling, args.max_turns,
                                                  root / "batched")
         print(f"{args.concurrency:>2} concurrent (batched): {batched_rate:8.1f} episodes/min "
-              f"({batched_calls} generate calls)")
+              f"({batched_calls} batches)")
         ratio = batched_rate / serial_rate
-        print(f"speed-up: {ratio:.1f}x (target >= 5x) {'OK' if ratio >= 5 else 'BELOW TARGET'}")
+        print(f"speed-up: {ratio:.1f}x (target >= 5x) {'OK' if ratio >= 5 else 'BELOW TARGET'} · "
+              f"load {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 """HFPolicy: an in-process transformers model that batches the pending turns of many episodes.
 
 Episodes await `generate` concurrently; requests wait in a queue for a short window and then go
-to the model together in ONE `generate` call, run in a worker thread so the event loop (env
-steps, other episodes, an HTTP server) stays live. Each row keeps its own sampling settings,
+to the model together as ONE batch (`generate_batch`), run in a worker thread so the event loop
+(env steps, other episodes, an HTTP server) stays live. Each row keeps its own sampling settings,
 stop strings and budget (see `toolgym.policy.sampling`), and comes back as the exact sampled ids
 with their log-probs. Prompt states are kept in a prefix cache, so a shared system prompt or an
-episode's previous turns are not computed again.
+episode's previous turns are not computed again, and while decoding, rows that share a prompt
+prefix read its states once per step (see `toolgym.policy.shared_prefix`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import torch
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
-    DynamicCache,
     GenerationConfig,
     LogitsProcessorList,
     StoppingCriteriaList,
@@ -32,6 +32,15 @@ from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyErr
 from toolgym.policy.kv_cache import reserved_cache, supports_reserved_layers
 from toolgym.policy.prefix_cache import PrefixCache, PrefixEntry
 from toolgym.policy.sampling import RowSampler, RowState, RowStopper, row_generator
+from toolgym.policy.shared_prefix import (
+    MIN_SHARED_TOKENS,
+    RowPrompt,
+    decode_attention,
+    mask_mapping,
+    new_decode_batch,
+    plan_groups,
+    worth_sharing,
+)
 
 # Reuse cached prefix states only if the part left to compute is under 1/RECOMPUTE_RATIO of the prompt.
 RECOMPUTE_RATIO = 4
@@ -57,6 +66,8 @@ class _Pending:
 
 class HFPolicy(Policy):
     """Token-mode policy over a local checkpoint (optionally with a peft LoRA adapter)."""
+
+    _expected_batch = 0  # size of the last batch collected (0: none yet); see `_collect`
 
     def __init__(
         self,
@@ -102,7 +113,8 @@ class HFPolicy(Policy):
         self.max_batch_size = max_batch_size
         self.batch_wait_s = batch_wait_ms / 1000.0
         self.max_batch_wait_s = max(max_batch_wait_ms, batch_wait_ms) / 1000.0
-        self.generate_calls = 0  # batched `generate` calls so far: batching is visible, not assumed
+        self.generate_calls = 0  # batches decoded so far (`generate_batch` calls): batching is visible, not assumed
+        self.shared_prefix_groups = 0  # groups whose prompt prefix the last batch read once per step
         self.batch_sizes: list[int] = []
         self._rng = random.Random(seed)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf-generate")
@@ -140,20 +152,30 @@ class HFPolicy(Policy):
         return self._queue
 
     async def _collect(self, queue: asyncio.Queue[_Pending]) -> list[_Pending]:
-        """The first request, then every one arriving within batch_wait of the previous (capped)."""
+        """The first request, then every one arriving within batch_wait of the previous (capped).
+
+        Once a batch has run, its size is what the callers' concurrency gives: while fewer requests
+        than that are here the gap allowed between arrivals grows to max_batch_wait (episodes that just
+        finished a turn take a few ms each to come back), and as soon as that many are here the batch
+        goes without waiting (one episode at a time never waits at all)."""
         loop = asyncio.get_running_loop()
         batch = [await queue.get()]
-        hard_deadline = loop.time() + self.max_batch_wait_s
+        expected = min(self._expected_batch, self.max_batch_size)
+        hard_deadline = loop.time() + (self.max_batch_wait_s if not expected else 5 * self.max_batch_wait_s)
         while len(batch) < self.max_batch_size:
             while not queue.empty() and len(batch) < self.max_batch_size:
                 batch.append(queue.get_nowait())
-            remaining = min(self.batch_wait_s, hard_deadline - loop.time())
+            if expected and len(batch) >= expected:
+                break
+            gap = self.max_batch_wait_s if expected else self.batch_wait_s
+            remaining = min(gap, hard_deadline - loop.time())
             if len(batch) >= self.max_batch_size or remaining <= 0:
                 break
             try:
                 batch.append(await asyncio.wait_for(queue.get(), remaining))
             except TimeoutError:
                 break
+        self._expected_batch = len(batch)
         return [p for p in batch if not p.future.done()]
 
     async def _batch_loop(self, queue: asyncio.Queue[_Pending]) -> None:
@@ -174,16 +196,15 @@ class HFPolicy(Policy):
                 if not pending.future.done():
                     pending.future.set_result(result)
 
-    # -- sync back: one generate call for a whole batch --------------------------------------------
+    # -- sync back: one decode loop for a whole batch --------------------------------------------
 
     def generate_batch(self, requests: list[GenerationRequest]) -> list[Generation]:
-        """Run ONE `generate` for all requests and cut each row at its own stop.
+        """Decode all requests together and cut each row at its own stop.
 
         Prompts are encoded row by row first (`_prompt_states`: no padding, so attention runs the
-        fused causal kernel instead of a padded mask over the whole batch), reusing cached prefix
-        states. Each row is then laid out as [pad | prompt but its last token | last token] with
-        the states in the cache, so `generate` itself only decodes. Position ids follow the
-        attention mask, so every token keeps its true position.
+        fused causal kernel), reusing cached prefix states. Plain full-attention models then decode
+        in our own loop over a `DecodeBatch`, where rows that share a prompt prefix (an app's system
+        prompt) read its states once per step; other models go through one padded `generate`.
         """
         prompts = [list(r.prompt_ids or []) for r in requests]
         for prompt in prompts:
@@ -194,25 +215,70 @@ class HFPolicy(Policy):
                 room = self.max_context - len(prompt)
                 if row.sampling.max_new_tokens > room:
                     row.sampling = replace(row.sampling, max_new_tokens=max(room, 1))
-        matches = self._prompt_states(prompts) if self._reserved_layers else [(0, None)] * len(prompts)
-        reused = [length for length, _ in matches]
-        prefix_width = max(reused)
-        rest_width = max(len(p) - n for p, n in zip(prompts, reused, strict=True))
-        width = prefix_width + rest_width
-        input_ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for index, (prompt, n) in enumerate(zip(prompts, reused, strict=True)):
-            ids = torch.tensor(prompt, dtype=torch.long)
-            input_ids[index, prefix_width - n : prefix_width] = ids[:n]
-            attention_mask[index, prefix_width - n : prefix_width] = 1
-            input_ids[index, width - (len(prompt) - n) :] = ids[n:]
-            attention_mask[index, width - (len(prompt) - n) :] = 1
+        if self._reserved_layers:
+            generations = self._decode(prompts, rows)
+        else:
+            generations = self._generate_padded(prompts, rows)
+        self.generate_calls += 1
+        self.batch_sizes.append(len(requests))
+        return generations
+
+    def _decode(self, prompts: list[list[int]], rows: list[RowState]) -> list[Generation]:
+        """One forward per step for the whole batch; each row feeds back the token its sampler chose."""
+        matches = self._prompt_states(prompts)
+        row_prompts = []
+        for prompt, (_, entry) in zip(prompts, matches, strict=True):
+            if entry is None:  # a one-token prompt: nothing before the token that is decoded
+                states = self._no_states()
+            else:
+                states = [(keys[:, : len(prompt) - 1], values[:, : len(prompt) - 1]) for keys, values in entry.states]
+            row_prompts.append(RowPrompt(prompt, states))
+        groups = plan_groups(prompts)
+        shared = worth_sharing(groups, [len(p) for p in prompts])
         budget = max(max(r.sampling.max_new_tokens, 1) for r in rows)
-        cache = reserved_cache(self.model.config, width + budget + 1) if self._reserved_layers else None
-        if cache is not None and prefix_width:
-            self._fill_prefix_states(cache, matches, prefix_width)
+        batch = new_decode_batch(row_prompts, groups if shared else None, budget)
+        self.shared_prefix_groups = len(groups) if shared else 0  # what the last batch did, for tests and benches
         sampler = RowSampler(rows)
         stopper = RowStopper(rows, self.tokenizer, self.eos_token_ids)
+        input_ids = torch.tensor([[p[-1]] for p in prompts], dtype=torch.long, device=self.device)
+        positions = torch.tensor([[len(p) - 1] for p in prompts], dtype=torch.long, device=self.device)
+        masks = mask_mapping(self.model, batch)
+        with torch.inference_mode(), decode_attention(self.model):
+            for _ in range(budget):
+                logits = self.model(input_ids=input_ids, position_ids=positions, attention_mask=masks,
+                                    past_key_values=batch, use_cache=True).logits[:, -1]
+                batch.advance()
+                sampler(input_ids, logits)  # appends each running row's token (and log-prob) to its RowState
+                if bool(stopper(input_ids, logits).all()):
+                    break
+                # A finished row keeps decoding its last token until the batch ends; its output is already cut.
+                input_ids = torch.tensor([[row.token_ids[-1]] for row in rows], dtype=torch.long, device=self.device)
+                positions = positions + 1
+        generations = [self._to_generation(row) for row in rows]
+        if self.prefix_cache is not None:
+            for index, (prompt, generation) in enumerate(zip(prompts, generations, strict=True)):
+                sampled = generation.completion_ids[:-1]
+                self.prefix_cache.store(prompt + sampled, batch.row_states(index, len(prompt) + len(sampled)))
+        return generations
+
+    def _no_states(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Zero-token states shaped like the model's (for a prompt that is one token long)."""
+        config = self.model.config
+        heads = int(getattr(config, "num_key_value_heads", None) or config.num_attention_heads)
+        dim = int(getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads)
+        weight = self.model.get_input_embeddings().weight
+        empty = torch.zeros((heads, 0, dim), dtype=weight.dtype, device=weight.device)
+        return [(empty, empty) for _ in range(config.num_hidden_layers)]
+
+    def _generate_padded(self, prompts: list[list[int]], rows: list[RowState]) -> list[Generation]:
+        """Models whose layers our caches do not cover (sliding windows, hybrids): one left-padded `generate`."""
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for index, prompt in enumerate(prompts):
+            input_ids[index, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+            attention_mask[index, width - len(prompt) :] = 1
+        budget = max(max(r.sampling.max_new_tokens, 1) for r in rows)
         config = GenerationConfig(
             do_sample=False, max_new_tokens=budget, pad_token_id=self.pad_token_id, eos_token_id=None
         )
@@ -220,24 +286,22 @@ class HFPolicy(Policy):
             self.model.generate(
                 input_ids=input_ids.to(self.device),
                 attention_mask=attention_mask.to(self.device),
-                past_key_values=cache,
                 generation_config=config,
-                logits_processor=LogitsProcessorList([sampler]),
-                stopping_criteria=StoppingCriteriaList([stopper]),
+                logits_processor=LogitsProcessorList([RowSampler(rows)]),
+                stopping_criteria=StoppingCriteriaList([RowStopper(rows, self.tokenizer, self.eos_token_ids)]),
             )
-        generations = [self._to_generation(row) for row in rows]
-        if self.prefix_cache is not None and cache is not None:
-            self._store_turn_states(cache, prompts, reused, generations, prefix_width, width)
-        self.generate_calls += 1
-        self.batch_sizes.append(len(requests))
-        return generations
+        return [self._to_generation(row) for row in rows]
 
     def _prompt_states(self, prompts: list[list[int]]) -> list[tuple[int, PrefixEntry | None]]:
-        """States of every prompt but its last token: the cached prefix plus the rest, computed one
-        row at a time. Each row is stored before the next is looked up, so prompts of one batch that
-        share a system prompt compute it once."""
-        matches: list[tuple[int, PrefixEntry | None]] = []
-        for prompt in prompts:
+        """States of every prompt but its last token: the cached prefix plus the rest.
+
+        A prompt with nothing usable cached is computed alone (the fused causal kernel) and stored
+        before the next prompt is looked up, so prompts of one batch that share a system prompt compute
+        it once. Rests that follow the same cached prefix are then computed together, one forward for
+        all of them (right-padded: padding after a row's last token cannot change its states)."""
+        matches: list[tuple[int, PrefixEntry | None]] = [(0, None)] * len(prompts)
+        deferred: dict[int, tuple[int, PrefixEntry]] = {}  # row -> (tokens reused, cached entry)
+        for index, prompt in enumerate(prompts):
             reused, entry = self.prefix_cache.lookup(prompt, count=False) if self.prefix_cache else (0, None)
             target = len(prompt) - 1
             if (target - reused) * RECOMPUTE_RATIO > target:
@@ -246,12 +310,37 @@ class HFPolicy(Policy):
                 reused, entry = 0, None
             elif self.prefix_cache is not None:
                 self.prefix_cache.reused_tokens += reused
-            if target > reused:
-                entry = self._extend_states(prompt[:target], reused, entry)
+            if target == reused:
+                matches[index] = (reused, entry)
+            elif not reused or entry is None:
+                entry = self._extend_states(prompt[:target], 0, None)
                 if self.prefix_cache is not None:
                     self.prefix_cache.store(prompt[:target], entry.states)
-                reused = target
-            matches.append((reused, entry))
+                matches[index] = (target, entry)
+            else:
+                deferred[index] = (reused, entry)
+        rows = sorted(deferred)
+        for group in plan_groups([prompts[i] for i in rows]):
+            members = [rows[i] for i in group.rows]
+            # Rests start where all joined members have cached states: a member whose own cached part
+            # reaches much further (an episode's earlier turns) computes its rest alone instead.
+            common = min(group.prefix_length, *(deferred[i][0] for i in members))
+            joined = [i for i in members if deferred[i][0] - common <= MIN_SHARED_TOKENS]
+            batches = [([i], deferred[i][0], deferred[i][1]) for i in members if i not in joined or len(joined) < 2]
+            if len(joined) >= 2 and common >= MIN_SHARED_TOKENS:
+                batches.append((joined, common, deferred[joined[0]][1]))
+                if self.prefix_cache is not None:  # the reuse counted above, less what is now recomputed
+                    self.prefix_cache.reused_tokens -= sum(deferred[i][0] - common for i in joined)
+            elif len(joined) >= 2:
+                batches += [([i], deferred[i][0], deferred[i][1]) for i in joined]
+            for batch_rows, reused, donor in batches:
+                token_lists = [prompts[i][: len(prompts[i]) - 1] for i in batch_rows]
+                entries = (self._extend_states_together(token_lists, reused, donor) if len(batch_rows) > 1
+                           else [self._extend_states(token_lists[0], reused, donor)])
+                for index, tokens, entry in zip(batch_rows, token_lists, entries, strict=True):
+                    if self.prefix_cache is not None:
+                        self.prefix_cache.store(tokens, entry.states)
+                    matches[index] = (len(tokens), entry)
         return matches
 
     def _extend_states(self, token_ids: list[int], reused: int, entry: PrefixEntry | None) -> PrefixEntry:
@@ -267,41 +356,26 @@ class HFPolicy(Policy):
         states = [(layer.keys[0].clone(), layer.values[0].clone()) for layer in cache.layers]
         return PrefixEntry(torch.tensor(token_ids, dtype=torch.long), states)
 
-    def _fill_prefix_states(
-        self, cache: DynamicCache, matches: list[tuple[int, PrefixEntry | None]], prefix_width: int
-    ) -> None:
-        """Write each row's reused prefix states, right-aligned, into the batch cache's first positions."""
-        donor = next(entry for n, entry in matches if entry is not None and n)
-        for layer_index, layer in enumerate(cache.layers):
-            like_keys, like_values = donor.states[layer_index]
-            shape = (len(matches), like_keys.shape[0], prefix_width, like_keys.shape[-1])
-            keys = torch.zeros(shape, dtype=like_keys.dtype, device=like_keys.device)
-            values = torch.zeros((*shape[:-1], like_values.shape[-1]), dtype=like_values.dtype,
-                                 device=like_values.device)
-            for row, (n, entry) in enumerate(matches):
-                if entry is not None and n:
-                    entry_keys, entry_values = entry.states[layer_index]
-                    keys[row, :, prefix_width - n :] = entry_keys[:, :n]
-                    values[row, :, prefix_width - n :] = entry_values[:, :n]
-            layer.update(keys, values)
-
-    def _store_turn_states(
-        self, cache: DynamicCache, prompts: list[list[int]], reused: list[int], generations: list[Generation],
-        prefix_width: int, width: int,
-    ) -> None:
-        """Keep each row's prompt + sampled ids (all but the last, whose states were never computed):
-        the next turn of the episode starts with exactly these tokens."""
-        assert self.prefix_cache is not None
-        layers = [(layer.keys, layer.values) for layer in cache.layers]
-        for row, (prompt, n, generation) in enumerate(zip(prompts, reused, generations, strict=True)):
-            sampled = generation.completion_ids[:-1]
-            spans = ((prefix_width - n, prefix_width), (width - (len(prompt) - n), width + len(sampled)))
-            states = [
-                (torch.cat([keys[row, :, a:b] for a, b in spans], dim=1).clone(),
-                 torch.cat([values[row, :, a:b] for a, b in spans], dim=1).clone())
-                for keys, values in layers
-            ]
-            self.prefix_cache.store(prompt + sampled, states)
+    def _extend_states_together(self, token_lists: list[list[int]], reused: int, entry: PrefixEntry) -> list[PrefixEntry]:
+        """`_extend_states` for prompts that share their first `reused` tokens: one forward for all rests."""
+        widths = [len(tokens) - reused for tokens in token_lists]
+        cache = reserved_cache(self.model.config, reused + max(widths))
+        for layer, (keys, values) in zip(cache.layers, entry.states, strict=True):
+            layer.update(keys[None, :, :reused].expand(len(token_lists), -1, -1, -1),
+                         values[None, :, :reused].expand(len(token_lists), -1, -1, -1))
+        rest = torch.full((len(token_lists), max(widths)), self.pad_token_id, dtype=torch.long)
+        for row, tokens in enumerate(token_lists):
+            rest[row, : widths[row]] = torch.tensor(tokens[reused:], dtype=torch.long)
+        positions = torch.arange(reused, reused + max(widths), device=self.device)[None].expand(len(token_lists), -1)
+        with torch.inference_mode():
+            self.model(input_ids=rest.to(self.device), position_ids=positions, past_key_values=cache, use_cache=True,
+                       logits_to_keep=1)
+        return [
+            PrefixEntry(torch.tensor(tokens, dtype=torch.long),
+                        [(layer.keys[row, :, : len(tokens)].clone(), layer.values[row, :, : len(tokens)].clone())
+                         for layer in cache.layers])
+            for row, tokens in enumerate(token_lists)
+        ]
 
     def _to_generation(self, row: RowState) -> Generation:
         """Ids up to and including the stop token; `text` keeps stop strings but not a final eos."""

@@ -70,7 +70,13 @@ class PrefixCache:
         if self.max_tokens <= 0 or len(prompt) > self.max_tokens:
             return
         ids = torch.tensor(prompt, dtype=torch.long)
-        for key in [k for k, e in self.entries.items() if common_prefix_length(e.token_ids, ids) == e.length]:
+        covered = [
+            key for key, entry in self.entries.items()
+            # cheap checks first (length, last token) so most entries skip the full comparison
+            if entry.length <= len(prompt) and int(entry.token_ids[-1]) == prompt[entry.length - 1]
+            and common_prefix_length(entry.token_ids, ids) == entry.length
+        ]
+        for key in covered:
             self.stored_tokens -= self.entries.pop(key).length
         self.entries[self._next_key] = PrefixEntry(ids, states)
         self._next_key += 1
