@@ -18,6 +18,7 @@ from toolgym.model.pretrain.train import TrainConfig
 
 TOY = TinyRecipe(
     vocab_size=600, tokenizer_episodes=150, hidden_size=32, layers=1, heads=2, kv_heads=1, verify_steps=3,
+    planted_copy=False,  # too small for the circuit; test_the_recipe_plants_the_copy_circuit covers it
     train=TrainConfig(steps=4, rows=1, seq_len=2048, warmup_steps=2, eval_episodes=4, threads=1),
 )
 
@@ -105,3 +106,20 @@ def test_context_weight_adds_the_rest_of_the_episode_at_its_weight(toy_model: Pa
     context = (mixed.weights > 0) & (mixed.weights < 1)
     assert int(context.sum()) > 3 * plain.supervised_tokens  # most of an episode is context
     assert bool((mixed.targets[mixed.weights == 0] == -100).all())
+
+
+def test_the_recipe_plants_the_copy_circuit(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from toolgym.model.pretrain.plant import ROPE_THETA
+    from toolgym.model.pretrain.recipe import _initial_model, build_recipe_tokenizer
+    from toolgym.model.pretrain.train import chunk_copy_batch
+
+    recipe = replace(TOY, planted_copy=True, hidden_size=256, layers=2, heads=4, kv_heads=2)
+    model = _initial_model(recipe, build_recipe_tokenizer(recipe), tmp_path)
+    assert model.config.rope_parameters["rope_theta"] == ROPE_THETA
+    ids, targets = chunk_copy_batch(0, 1, rows=2, length=256, vocab_low=10, vocab_high=model.config.vocab_size)
+    with torch.no_grad():
+        predicted = model(ids).logits.argmax(-1)
+    selected = targets != -100
+    assert float((predicted[selected] == targets[selected]).float().mean()) > 0.85

@@ -33,7 +33,7 @@ WORD_ISOLATING_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 TOKENIZER_SEED_OFFSET = 7919  # the tokenizer's text is its own corpus stream, not the training stream
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2  # 2: planted copy circuit, context tokens in the loss at 0.3, 500 steps
 
 
 @dataclass
@@ -52,7 +52,7 @@ class TinyRecipe:
     weights_dtype: str = "bfloat16"  # storage only: the folder loads as float32 (config dtype)
     verify_steps: int = 20
     # Start from weights with a copy circuit planted (plant.py): copying never formed from random init.
-    planted_copy: bool = False
+    planted_copy: bool = True
     train: TrainConfig = field(default_factory=TrainConfig)
 
     @classmethod

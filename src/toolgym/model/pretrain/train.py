@@ -33,7 +33,7 @@ class TrainConfig:
     """Everything that decides a pre-training run; stored in the model's toolgym.json."""
 
     seed: int = 0
-    steps: int = 2000
+    steps: int = 500
     rows: int = 4
     seq_len: int = 2048
     lr: float = 2e-3
@@ -50,7 +50,7 @@ class TrainConfig:
     eval_episodes: int = 300
     # Loss weight of non-assistant tokens (system prompt, requests, tool results). Their repeated
     # keys, names and ids give the copy (induction) circuit far more signal than assistant turns alone.
-    context_weight: float = 0.0
+    context_weight: float = 0.3
     curriculum_episodes: int = 0  # the first episodes are mostly verbatim copying (corpus.CURRICULUM_WEIGHTS)
     # Phase 0: the first `copy_steps` steps repeat random token sequences (copy_rows × copy_len,
     # second half = first half). Copy targets that nothing but copying predicts make the copy
