@@ -244,6 +244,12 @@ def _skill_table(evaluation: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def recipe_rope_theta(recipe: dict[str, Any]) -> float:
+    from toolgym.model.pretrain.plant import ROPE_THETA
+
+    return ROPE_THETA if recipe.get("planted_copy") else 10000.0
+
+
 def model_card(settings: dict[str, Any]) -> str:
     """MODEL_CARD.md from the folder's toolgym.json: what it is, what it saw, how to rebuild it."""
     pretrain = settings["pretrain"]
@@ -273,7 +279,12 @@ from JSON tool results by a condition or by min/max of a field, resolving relati
 the current date, chaining an id from one result into the next call, "my" = the logged-in user,
 refusing with the policy's phrase when nothing matches, counting results, and stopping with an
 answer that quotes a result. Episodes are rendered in the agent's compact ChatML layout; the loss
-covers assistant turns only.
+covers assistant turns at weight 1 and the rest of each episode (requests, tool results) at
+{train_config['context_weight']}.
+
+## Initial weights: a planted copy circuit
+
+{"The network starts from random init except for a copy (induction) circuit written into layers 0-1 by `toolgym.model.pretrain.plant`: two previous-token heads (1 and 2 back) and a head that finds where the current token (and the one before it) appeared earlier and copies what followed, in the lowest-frequency RoPE planes (rope_theta " + str(int(recipe_rope_theta(recipe))) + "). From random init, content-based copying did not form within the pre-training budget; untrained, the planted model copies about 97% of random chunk repeats. Everything else, the circuit included, is then trained." if recipe.get('planted_copy') else "Random init (no planted circuit)."}
 
 **The corpus contains no env-suite task, task id, task prompt or tool name.** Tests check that
 no generated user prompt equals a dataset task prompt, that no task prompt appears anywhere in the
