@@ -12,8 +12,9 @@ import random
 from typing import Any
 
 from toolgym.envs import World
+from toolgym.envs.app import answer_has as answer_has
+from toolgym.envs.app import lookup_checks as lookup_checks
 from toolgym.schema import (
-    AnswerContains,
     Check,
     DiffOnly,
     ExpectedChange,
@@ -70,17 +71,6 @@ def gb_text(value: float) -> str:
 
 def diff_only(expected: list[ExpectedChange], weight: float = 2.0) -> DiffOnly:
     return DiffOnly(expected=expected, weight=weight, label="no other changes" if expected else "nothing changed")
-
-
-def answer_has(values: list[str], weight: float = 1.0) -> AnswerContains:
-    return AnswerContains(values=values, weight=weight, label=f"answer mentions {', '.join(values)}")
-
-
-def lookup_checks(values: list[str]) -> list[Check]:
-    """One answer check per fact (partial credit per fact) and no change to the data."""
-    checks: list[Check] = [answer_has([v]) for v in values]
-    checks.append(diff_only([], weight=1.0))
-    return checks
 
 
 def impossible_checks(write_tool: str) -> list[Check]:
