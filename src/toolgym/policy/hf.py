@@ -95,11 +95,22 @@ class HFPolicy(Policy):
             model = _with_lora(model, Path(lora))
         model.to(device)
         model.eval()
-        self.eos_token_ids = _eos_token_ids(self.tokenizer, model)
-        pad = self.tokenizer.pad_token_id
+        self._adopt(model, self.tokenizer, name=f"hf:{model_path}",
+                    checkpoint=str(model_path.resolve()) + (f"+lora:{Path(lora).resolve()}" if lora else ""),
+                    max_batch_size=max_batch_size, batch_wait_ms=batch_wait_ms, max_batch_wait_ms=max_batch_wait_ms,
+                    seed=seed, prefix_cache_tokens=prefix_cache_tokens)
+
+    def _adopt(self, model: Any, tokenizer: Any, *, name: str, checkpoint: str | None, max_batch_size: int,
+               batch_wait_ms: float, max_batch_wait_ms: float, seed: int | None, prefix_cache_tokens: int,
+               thread_name: str = "hf-generate") -> None:
+        """Everything after loading: shared by the folder constructor and policies over a live model."""
+        self.tokenizer = tokenizer
+        self.eos_token_ids = _eos_token_ids(tokenizer, model)
+        pad = tokenizer.pad_token_id
         self.pad_token_id = pad if pad is not None else min(self.eos_token_ids, default=0)
         # Our own sampler decides every token, so the checkpoint's sampling defaults must not apply.
-        model.generation_config = GenerationConfig(pad_token_id=self.pad_token_id)
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        base.generation_config = GenerationConfig(pad_token_id=self.pad_token_id)
         self.model = model
         # Preallocated decode buffers and reused prompt states need plain full-attention layers.
         self._reserved_layers = supports_reserved_layers(model.config)
@@ -108,8 +119,8 @@ class HFPolicy(Policy):
         )
         self.max_context = int(getattr(model.config, "max_position_embeddings", 0) or 0)
         self.vocab_size = int(model.get_input_embeddings().weight.shape[0])
-        self.name = f"hf:{model_path}"
-        self.checkpoint = str(model_path.resolve()) + (f"+lora:{Path(lora).resolve()}" if lora else "")
+        self.name = name
+        self.checkpoint = checkpoint
         self.max_batch_size = max_batch_size
         self.batch_wait_s = batch_wait_ms / 1000.0
         self.max_batch_wait_s = max(max_batch_wait_ms, batch_wait_ms) / 1000.0
@@ -117,7 +128,7 @@ class HFPolicy(Policy):
         self.shared_prefix_groups = 0  # groups whose prompt prefix the last batch read once per step
         self.batch_sizes: list[int] = []
         self._rng = random.Random(seed)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf-generate")
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: asyncio.Queue[_Pending] | None = None
         self._batcher: asyncio.Task[None] | None = None
