@@ -44,6 +44,21 @@ def latest_checkpoint(out_dir: str | Path) -> Path | None:
     return checkpoints[-1][1] if checkpoints else None
 
 
+def changed_since_checkpoint(out_dir: str | Path, previous: dict[str, Any], fields: dict[str, Any],
+                             keys: tuple[str, ...]) -> list[str]:
+    """Keys whose recorded value differs from this run's, when `out_dir` has a checkpoint to resume.
+
+    A resumed run must be the run that wrote the checkpoint; values compare as canonical JSON.
+    """
+    if latest_checkpoint(out_dir) is None or not previous:
+        return []
+
+    def canonical(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, default=str)
+
+    return [k for k in keys if canonical(previous.get(k)) != canonical(fields[k])]
+
+
 def remove_partial_checkpoints(out_dir: str | Path) -> int:
     """Delete `.tmp` folders a kill left behind; returns how many."""
     root = Path(out_dir) / CHECKPOINTS_DIR

@@ -34,6 +34,7 @@ from toolgym.train.batching import (
     supervised_count,
 )
 from toolgym.train.checkpoint import (
+    changed_since_checkpoint,
     export_merged,
     export_model,
     install_adapter_hooks,
@@ -282,13 +283,11 @@ class _Trainer:
         fields = self.manifest_fields()
         previous = read_manifest(self.out)
         latest = latest_checkpoint(self.out)
-        if latest is not None and previous:
-            changed = [k for k in ("resume_config", "data_sha256", "eval_data_sha256", "model", "plan_fingerprint")
-                       if json.dumps(previous.get(k), sort_keys=True, default=str)
-                       != json.dumps(fields[k], sort_keys=True, default=str)]
-            if changed:
-                raise SFTError(f"{self.out} holds a run with different {', '.join(changed)}; resume with the same "
-                               "data, model and settings, or choose another --out folder")
+        changed = changed_since_checkpoint(
+            self.out, previous, fields, ("resume_config", "data_sha256", "eval_data_sha256", "model", "plan_fingerprint"))
+        if changed:
+            raise SFTError(f"{self.out} holds a run with different {', '.join(changed)}; resume with the same "
+                           "data, model and settings, or choose another --out folder")
         if self.accelerator.is_main_process:
             remove_partial_checkpoints(self.out)
         state: dict[str, Any] = {"step": 0, "best_eval_loss": None, "best_step": None, "elapsed_s": 0.0,

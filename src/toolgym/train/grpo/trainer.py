@@ -33,6 +33,7 @@ from toolgym.schema import Episode, Task
 from toolgym.schema.jsonl import read_models, write_jsonl
 from toolgym.train.batching import Batch
 from toolgym.train.checkpoint import (
+    changed_since_checkpoint,
     export_model,
     install_adapter_hooks,
     latest_checkpoint,
@@ -286,11 +287,10 @@ class _Run:
         fields = self.manifest_fields()
         previous = read_manifest(self.out)
         latest = latest_checkpoint(self.out)
-        if latest is not None and previous:
-            changed = [k for k in ("config_fingerprint", "tasks_sha256", "base_model") if previous.get(k) != fields[k]]
-            if changed:
-                raise GRPOError(f"{self.out} holds a GRPO run with a different {', '.join(changed)}; resume with the "
-                                "same config, tasks and model, or choose another out folder")
+        changed = changed_since_checkpoint(self.out, previous, fields, ("config_fingerprint", "tasks_sha256", "base_model"))
+        if changed:
+            raise GRPOError(f"{self.out} holds a GRPO run with a different {', '.join(changed)}; resume with the "
+                            "same config, tasks and model, or choose another out folder")
         remove_partial_checkpoints(self.out)
         curriculum = self.config.curriculum
         rule = CurriculumRule(curriculum.min_attempts, curriculum.easy_above, curriculum.easy_weight,
