@@ -76,13 +76,14 @@ def validate(
     teacher_concurrency: int = typer.Option(8, "--teacher-concurrency", min=1, help="Teacher episodes in flight."),
 ) -> None:
     """Replay every task's reference solution in a fresh env; keep the tasks that score reward 1."""
-    from toolgym.dataset.validate import TeacherConfig, dataset_file, validate_dataset, write_validation
+    from toolgym.dataset.manifest import tasks_file
+    from toolgym.dataset.validate import TeacherConfig, validate_dataset, write_validation
 
     if (teacher_url is None) != (teacher_model is None):
         console.print("[red]error:[/red] give both --teacher-url and --teacher-model, or neither")
         raise typer.Exit(2)
     try:
-        path = dataset_file(dataset)
+        path = tasks_file(dataset)
     except FileNotFoundError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc

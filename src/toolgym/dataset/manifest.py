@@ -11,6 +11,8 @@ from typing import Any
 
 import toolgym
 
+TASKS_FILE = "tasks.jsonl"
+
 
 def sha256_file(path: str | Path) -> str:
     digest = hashlib.sha256()
@@ -49,3 +51,13 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     return json.loads(path.read_text())
+
+
+def tasks_file(dataset: str | Path) -> Path:
+    """`dataset` is a tasks.jsonl file or a dataset folder holding one."""
+    path = Path(dataset)
+    if path.is_dir():
+        path = path / TASKS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such tasks file (give a dataset folder or a tasks.jsonl)")
+    return path

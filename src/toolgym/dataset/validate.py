@@ -24,12 +24,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolgym.dataset.manifest import read_manifest, sha256_file, write_manifest
+from toolgym.dataset.manifest import TASKS_FILE, read_manifest, sha256_file, tasks_file, write_manifest
 from toolgym.dataset.replay import replay_task
 from toolgym.envs import Environment, get_app, make_env
 from toolgym.schema import Task
 
-TASKS_FILE = "tasks.jsonl"
 REPORT_FILE = "report.jsonl"
 # Why a task was kept or dropped; report rows and manifest counts use these names.
 REASONS = (
@@ -122,16 +121,6 @@ def usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
-
-
-def dataset_file(dataset: str | Path) -> Path:
-    """`dataset` is a tasks.jsonl file or a folder holding one."""
-    path = Path(dataset)
-    if path.is_dir():
-        path = path / TASKS_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such tasks file (give a dataset folder or a tasks.jsonl)")
-    return path
 
 
 def read_rows(path: Path) -> list[tuple[int, bytes]]:
@@ -329,7 +318,7 @@ def validate_dataset(
     out_dir: str | Path | None = None,
 ) -> ValidationRun:
     """Replay (and, with a teacher, roll out) every task of `dataset`; nothing is written except teacher rollouts."""
-    path = dataset_file(dataset)
+    path = tasks_file(dataset)
     rows = read_rows(path)
     workers = workers if workers is not None else usable_cores()
     started = time.perf_counter()

@@ -4,21 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from toolgym.dataset.manifest import tasks_file as tasks_file
 from toolgym.schema import EVAL_SPLITS, Task
 from toolgym.schema.jsonl import read_models
 
 SPLIT_CHOICES = ("train", "heldout_tasks", "heldout_env", "eval")
-TASKS_FILE = "tasks.jsonl"
-
-
-def tasks_file(dataset: str | Path) -> Path:
-    """`dataset` is a tasks.jsonl file or a dataset folder holding one."""
-    path = Path(dataset)
-    if path.is_dir():
-        path = path / TASKS_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such tasks file (give a dataset folder or a tasks.jsonl)")
-    return path
 
 
 def select_tasks(
