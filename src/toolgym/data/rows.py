@@ -8,12 +8,10 @@ fine-tuning convention): it stays in the conversation as context but is not trai
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from functools import cache
-from pathlib import Path
 from typing import Any, Literal
 
-from toolgym.schema.jsonl import JsonlError
+from toolgym.schema.jsonl import iter_lines as iter_lines  # read here by convert, validate and sft_data
 
 RowKind = Literal["results", "sft", "unknown"]
 ALLOWED_ROLES = ("system", "user", "assistant", "tool")
@@ -59,19 +57,6 @@ def results_messages(row: dict[str, Any]) -> list[Any]:
     prompt = row.get("prompt")
     completion = row.get("completion")
     return [*(prompt if isinstance(prompt, list) else []), *(completion if isinstance(completion, list) else [])]
-
-
-def iter_lines(path: str | Path) -> Iterator[tuple[int, Any | JsonlError]]:
-    """(line number, parsed row) per non-empty line; a bad line yields its JsonlError instead of raising,
-    so one torn line does not hide the rest of a file from a report."""
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield number, JsonlError(path, number, f"invalid JSON: {exc.msg} at column {exc.colno}")
 
 
 def canonical_json(value: Any) -> str:

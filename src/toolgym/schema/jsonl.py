@@ -26,8 +26,9 @@ class JsonlError(ValueError):
         self.message = message
 
 
-def iter_json_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """Yield (line_number, parsed JSON) for each non-empty line; bad JSON raises JsonlError."""
+def iter_lines(path: str | Path) -> Iterator[tuple[int, Any | JsonlError]]:
+    """(line number, parsed row) per non-empty line; a bad line yields its JsonlError instead of raising,
+    so one torn line does not hide the rest of a file from a report."""
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -35,7 +36,15 @@ def iter_json_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
             try:
                 yield number, json.loads(line)
             except json.JSONDecodeError as exc:
-                raise JsonlError(path, number, f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
+                yield number, JsonlError(path, number, f"invalid JSON: {exc.msg} at column {exc.colno}")
+
+
+def iter_json_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """Yield (line_number, parsed JSON) for each non-empty line; bad JSON raises JsonlError."""
+    for number, row in iter_lines(path):
+        if isinstance(row, JsonlError):
+            raise row
+        yield number, row
 
 
 def validation_error_to_jsonl(path: str | Path, line: int, exc: ValidationError) -> JsonlError:
