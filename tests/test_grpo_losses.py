@@ -68,6 +68,7 @@ def test_errored_episodes_leave_their_group_and_are_counted() -> None:
     assert group.advantages == pytest.approx([0.7071063, -0.7071063], abs=1e-6)  # [1, 0]: std 0.7071
     assert stats.episodes == 4 and stats.episodes_errored == 2 and stats.groups_with_signal == 1
     assert stats.errors_by_cause == {"env error": 2}
+    assert stats.error_examples == {"env error": "env error: tool crashed"}  # metrics.jsonl says why
 
 
 def test_groups_without_signal_give_no_gradient_and_are_counted() -> None:

@@ -39,3 +39,20 @@ def test_weights_changed_drops_stale_prompt_states() -> None:
     assert model.training
     assert ids == fresh_ids
     assert logprobs == pytest.approx(fresh, abs=1e-4)
+
+
+def test_sampling_under_bf16_autocast_with_shared_system_prompt() -> None:
+    """GRPO samples under the trainer's bf16 autocast: decoded steps come out bf16 while prompt states
+    are fp32, and writing them into the grouped (shared-prefix) cache must not fail."""
+    model = load_model(tiny_model_dir())
+    tokenizer = load_tokenizer(tiny_model_dir())
+    policy = SharedModelPolicy(model, tokenizer, name="grpo:bf16", autocast_dtype=torch.bfloat16)
+    system = tokenizer("<|im_start|>system\nYou run the notes app: list, read, write notes. " * 6 + "<|im_end|>\n")
+    prompts = [system["input_ids"] + tokenizer(f"<|im_start|>user\nTask {i}<|im_end|>\n<|im_start|>assistant\n")
+               ["input_ids"] for i in range(4)]
+    sampling = SamplingParams(temperature=1.0, max_new_tokens=8, seed=3)
+    generations = policy.generate_batch([GenerationRequest(sampling, prompt_ids=p) for p in prompts])
+    assert len(generations) == 4
+    for generation in generations:
+        assert generation.completion_ids and len(generation.logprobs) == len(generation.completion_ids)
+        assert all(lp <= 0.0 for lp in generation.logprobs)

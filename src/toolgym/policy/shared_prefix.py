@@ -251,8 +251,9 @@ class GroupedDecodeBatch(DecodeBatch):
 
     def _write(self, layer: int, keys: torch.Tensor, values: torch.Tensor) -> None:
         columns = self.row_slot + (self.decoded_from + self.steps * self.slots)
-        self.keys[layer][self.row_group, :, :, columns] = keys
-        self.values[layer][self.row_group, :, columns] = values
+        # under autocast the new step's states come out bf16 while the prompt's are fp32; index_put wants one dtype
+        self.keys[layer][self.row_group, :, :, columns] = keys.to(self.keys[layer].dtype)
+        self.values[layer][self.row_group, :, columns] = values.to(self.values[layer].dtype)
 
     def attend(self, layer: int, query: torch.Tensor, scaling: float) -> torch.Tensor:
         batch, heads, _, dim = query.shape

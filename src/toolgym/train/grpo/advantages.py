@@ -67,6 +67,7 @@ class GroupStats:
     episodes: int = 0
     episodes_errored: int = 0
     errors_by_cause: dict[str, int] = field(default_factory=dict)
+    error_examples: dict[str, str] = field(default_factory=dict)  # cause -> its first full message
 
 
 def build_groups(episodes: Sequence[Episode], alpha_for_env: Callable[[str], float], *, std_normalize: bool = True,
@@ -88,8 +89,10 @@ def build_groups(episodes: Sequence[Episode], alpha_for_env: Callable[[str], flo
         stats.episodes_errored += errored
         for episode in members:
             if episode.status == "error":
-                cause = str(episode.error or "unknown").split(":", 1)[0]
+                message = str(episode.error or "unknown")
+                cause = message.split(":", 1)[0]
                 stats.errors_by_cause[cause] = stats.errors_by_cause.get(cause, 0) + 1
+                stats.error_examples.setdefault(cause, message[:500])
         rewards = [reward_fn(e) if reward_fn is not None
                    else shaped_reward(e.reward, e.partial_score, alpha_for_env(e.env)) for e in scored]
         group = Group(task_id=task_id, env=members[0].env, episodes=scored, rewards=rewards,

@@ -169,6 +169,7 @@ def rollout_metrics(episodes: list[Episode], groups_stats: GroupStats, rewards: 
         # mean -log p of the sampled tokens: a Monte Carlo estimate of the sampling entropy, every step
         "sampled_token_nll": _mean([-lp for e in scored for t in e.token_turns for lp in t.logprobs]),
         "errors_by_cause": groups_stats.errors_by_cause,
+        "error_examples": groups_stats.error_examples,
     }
 
 
