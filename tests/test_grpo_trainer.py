@@ -14,9 +14,11 @@ import torch
 from safetensors.torch import load_file
 
 from test_grpo_support import first_token_logprob, read_jsonl, run_toy, toy_config, toy_dataset
-from test_rollout_support import subprocess_env
+from test_rollout_support import broken_tasks, subprocess_env
 from toolgym.pipeline.config import load_pipeline_config
+from toolgym.schema.jsonl import write_jsonl
 from toolgym.train.grpo.config import ConfigError, grpo_config_from_dict, load_grpo_config
+from toolgym.train.grpo.trainer import GRPOError
 
 pytestmark = pytest.mark.slow
 
@@ -207,3 +209,17 @@ def test_the_cli_reports_a_bad_config_clearly(tmp_path: Path) -> None:
     path.write_text(f"tasks: {tmp_path}\nmodel: {tmp_path}\nout: {tmp_path / 'out'}\nengine:\n  name: vllm\n")
     vllm = CliRunner().invoke(app, ["train", "grpo", "--config", str(path)])
     assert vllm.exit_code == 2 and "vllm" in vllm.output
+
+
+def test_a_run_whose_every_episode_errors_stops_and_says_why(tmp_path: Path) -> None:
+    bad = next(t for t in broken_tasks() if "bad_verifier" in t.id)
+    tasks = tmp_path / "broken.jsonl"
+    write_jsonl(tasks, [bad.model_copy(update={"id": f"nowhere/list/{i}", "env": "nowhere"}) for i in range(2)])
+    config = toy_config(tmp_path, tmp_path / "run", tasks=str(tasks), steps=5, eval={"enabled": False},
+                        monitor={"max_all_error_steps": 2})
+    with pytest.raises(GRPOError, match=r"2 steps in a row where every episode errored.*nowhere"):
+        run_toy(config)
+    rows = train_rows(tmp_path / "run")
+    assert [r["step"] for r in rows] == [1, 2]  # both steps are in metrics.jsonl before the stop
+    assert all(r["episodes_errored"] == r["episodes"] == 6 for r in rows)
+    assert all("nowhere" in " ".join(r["error_examples"].values()) for r in rows)

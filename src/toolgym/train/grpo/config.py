@@ -147,10 +147,12 @@ class EvalSettings(_Section):
 
 
 class MonitorSettings(_Section):
-    """Warn when tool calls per episode fall below `collapse_fraction` × the first steps' rate."""
+    """Warn when tool calls per episode fall below `collapse_fraction` × the first steps' rate; stop the run
+    after `max_all_error_steps` steps in a row whose every episode errored (infra, not learning)."""
 
     collapse_fraction: float = Field(0.5, ge=0, le=1)
     baseline_steps: int = Field(3, ge=1)
+    max_all_error_steps: int = Field(3, ge=1)
 
 
 class GRPOConfig(_Section):

@@ -366,6 +366,18 @@ class _Run:
         row["tool_call_collapse"] = self._check_collapse(row, state)
         return row
 
+    def _check_all_errored(self, row: dict[str, Any], state: dict[str, Any]) -> None:
+        """A step whose every episode errored trains nothing: say why at once, and stop when it keeps happening."""
+        if not row["episodes"] or row["episodes_errored"] < row["episodes"]:
+            state["all_error_steps"] = 0
+            return
+        state["all_error_steps"] = int(state.get("all_error_steps", 0)) + 1
+        causes = "; ".join(row["error_examples"].values())
+        self.say(f"[red]step {row['step']}: all {row['episodes']} episodes errored[/red]: {causes}")
+        if state["all_error_steps"] >= self.config.monitor.max_all_error_steps:
+            raise GRPOError(f"{state['all_error_steps']} steps in a row where every episode errored "
+                            f"(through step {row['step']}): {causes}")
+
     def _clip_grad(self, max_norm: float) -> float:
         parameters = [p for p in self.model.parameters() if p.requires_grad]
         if max_norm and max_norm > 0:
@@ -468,6 +480,7 @@ class _Run:
                     row["elapsed_s"] = round(elapsed_before + time.perf_counter() - call_started, 3)
                     row["cpu_s"] = round(cpu_before + cpu_seconds() - call_cpu, 3)
                     self.metrics.write(row)
+                    self._check_all_errored(row, state)
                     if row["success_rate"] is not None:
                         success_rates.append(row["success_rate"])
                     done = step + 1 == total
