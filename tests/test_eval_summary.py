@@ -165,3 +165,21 @@ def test_eval_cli_runs_and_prints_tables(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "needs --tasks, --policy and --out" in missing.output
     bad_k = CliRunner().invoke(app, ["eval", "show", str(tmp_path / "out"), "--k", "two"])
     assert bad_k.exit_code != 0 and "comma-separated integers" in bad_k.output
+
+
+def test_greedy_only_eval_has_tables_from_its_greedy_pass(tmp_path: Path) -> None:
+    """trials 0: one greedy pass and no sampled trials (the cheap eval of the quickstart)."""
+    tasks = suite_tasks()
+    with pytest.raises(ValueError, match="greedy only"):
+        EvalConfig(trials=0, greedy=False)
+    config = EvalConfig(trials=0, ks=[1], concurrency=4, max_turns=8)
+    assert config.samples_in_total == 1 and config.warnings() == []
+    result = asyncio.run(run_eval(tasks, OraclePolicy(), out_dir=tmp_path, config=config))
+    assert not list(tmp_path.glob("trial-*")) and (tmp_path / "greedy" / "results.jsonl").is_file()
+    run = load_run(tmp_path)
+    assert run.sampled == [] and len(run.greedy) == len(tasks)  # no episode counted twice
+    held_out = result.summary.group("heldout_tasks")
+    assert held_out is not None and held_out.greedy is not None
+    assert (held_out.total.passes, held_out.total.scored) == (held_out.greedy.passes, held_out.greedy.scored)
+    assert held_out.total.errored == 1  # the crashing verifier, once
+    assert held_out.total.pass_at[1].available

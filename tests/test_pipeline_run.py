@@ -31,7 +31,8 @@ def small_config(out: Path, **overrides: Any) -> dict[str, Any]:
                              "sft": {"max_steps": 1}}},
         "grpo": {"settings": {"steps": 1, "tasks_per_step": 2, "samples_per_task": 2,
                               "sampling": {"max_new_tokens": 12, "max_turns": 2}, "eval": {"enabled": False}}},
-        "eval": {"settings": {"max_new_tokens": 12, "max_turns": 2, "concurrency": 4}},
+        # greedy only (trials 0), as the quickstart evals: the sampled-trial path is tested in test_eval_summary
+        "eval": {"settings": {"trials": 0, "max_new_tokens": 12, "max_turns": 2, "concurrency": 4}},
     }
     config.update(overrides)
     return config
@@ -51,7 +52,7 @@ def test_the_pipeline_runs_every_stage_then_skips_them(tmp_path: Path) -> None:
         for split in ("heldout_tasks", "heldout_env"):
             numbers = stage[split]
             assert numbers["episodes"] == 2 == numbers["scored"] + numbers["errored"]
-            assert numbers["greedy"]["episodes"] == 2
+            assert numbers["greedy"]["episodes"] == 2 and numbers["greedy_only"]
             assert "1" in numbers["pass_at_k"]
     pairs = {(c["from"], c["to"], c["split"]) for c in summary["comparisons"]}
     assert ("untrained", "sft", "heldout_tasks") in pairs and ("sft", "grpo", "heldout_env") in pairs

@@ -43,7 +43,8 @@ def evaluate(
     policy: str | None = typer.Option(None, "--policy", help=SPEC_HELP),
     out: Path | None = typer.Option(None, "--out", help="Eval folder: trial-<t>/, greedy/, eval.json, eval.md."),
     samples: int = typer.Option(1, "--samples", min=1, help="Samples per task in each trial (n per trial)."),
-    trials: int = typer.Option(1, "--trials", min=1, help="Independent trials (each its own rollout sub-run and seed)."),
+    trials: int = typer.Option(1, "--trials", min=0, help="Independent sampled trials (each its own rollout sub-run "
+                               "and seed); 0: the greedy pass only."),
     k: str = typer.Option("1", "--k", help="Comma-separated k values for pass@k and pass^k (needs n ≥ k)."),
     split: str | None = typer.Option(None, "--split", help=f"One of {', '.join(SPLIT_CHOICES)} (default: every split)."),
     env: str | None = typer.Option(None, "--env", help="Comma-separated environments to keep."),

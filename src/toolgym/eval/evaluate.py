@@ -56,14 +56,17 @@ class EvalConfig:
     done_tool: bool = False
 
     def __post_init__(self) -> None:
-        if self.samples_per_task < 1 or self.trials < 1:
-            raise ValueError("samples per task and trials must be at least 1")
+        if self.samples_per_task < 1 or self.trials < 0:
+            raise ValueError("samples per task must be at least 1 and trials at least 0")
+        if self.trials == 0 and not self.greedy:
+            raise ValueError("trials 0 (greedy only) needs greedy: true, else nothing would be evaluated")
         if not self.ks or min(self.ks) < 1:
             raise ValueError(f"k values must be ≥ 1, got {self.ks}")
 
     @property
     def samples_in_total(self) -> int:
-        return self.samples_per_task * self.trials
+        """Samples per task behind pass@k: the greedy pass alone when there are no sampled trials."""
+        return self.samples_per_task * self.trials if self.trials else 1
 
     def trial_sampling(self, trial: int) -> SamplingParams:
         return SamplingParams(

@@ -137,7 +137,8 @@ def _trial_order(name: str) -> tuple[int, str]:
 
 
 def is_run_folder(path: Path) -> bool:
-    return (path / RESULTS_FILE).is_file() or any(path.glob(f"{TRIAL_PREFIX}*/{RESULTS_FILE}"))
+    return ((path / RESULTS_FILE).is_file() or any(path.glob(f"{TRIAL_PREFIX}*/{RESULTS_FILE}"))
+            or (path / GREEDY_DIR / RESULTS_FILE).is_file())
 
 
 def load_run(path: str | Path, name: str | None = None) -> RunRecords:
@@ -155,9 +156,10 @@ def load_run(path: str | Path, name: str | None = None) -> RunRecords:
             run.sampled += read_records(trial_dir / RESULTS_FILE, trial=trial_dir.name)
     elif (path / RESULTS_FILE).is_file():
         run.sampled = read_records(path / RESULTS_FILE)
-    else:
+    elif not (path / GREEDY_DIR / RESULTS_FILE).is_file():  # a greedy-only eval (trials 0) has just that
         raise FileNotFoundError(
-            f"{path}: no {RESULTS_FILE} and no {TRIAL_PREFIX}*/{RESULTS_FILE} (not a rollout or eval folder)"
+            f"{path}: no {RESULTS_FILE}, {TRIAL_PREFIX}*/{RESULTS_FILE} or {GREEDY_DIR}/{RESULTS_FILE} "
+            "(not a rollout or eval folder)"
         )
     if (path / GREEDY_DIR / RESULTS_FILE).is_file():
         run.greedy = read_records(path / GREEDY_DIR / RESULTS_FILE, trial=GREEDY_DIR)

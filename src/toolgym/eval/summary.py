@@ -207,7 +207,8 @@ def summarize(run: RunRecords, ks: Iterable[int] = (1,)) -> EvalSummary:
     ks = sorted(set(ks))
     if not ks or ks[0] < 1:
         raise ValueError(f"k values must be ≥ 1, got {ks}")
-    sampled = by_split_and_env(run.sampled)
+    scored = run.sampled or run.greedy  # a greedy-only eval (trials 0): the tables are its greedy pass
+    sampled = by_split_and_env(scored)
     greedy = by_split_and_env(run.greedy)
     known = [s for s, _ in SPLIT_GROUPS]
     unknown = sorted(set(sampled) - set(known))
@@ -233,7 +234,7 @@ def summarize(run: RunRecords, ks: Iterable[int] = (1,)) -> EvalSummary:
                 if split in in_trial:
                     records = [r for env in in_trial[split].values() for r in env]
                     trials.append(TrialRow(trial, split, cell_stats(trial, records, ks)))
-    per_task = [n for n, _ in task_counts(run.sampled).values()]
+    per_task = [n for n, _ in task_counts(scored).values()]
     return EvalSummary(
         name=run.name, ks=ks, groups=groups, trials=trials,
         samples_per_task={"min": min(per_task, default=0), "max": max(per_task, default=0)},

@@ -182,8 +182,8 @@ def render_summary(summary: dict[str, Any]) -> str:
         for split, numbers in splits.items():
             greedy = numbers.get("greedy")
             text = (f"greedy {greedy['successes']}/{greedy['scored']}" if greedy else "")
-            lines.append(f"  {stage:<9} {split:<13} sampled {numbers['successes']}/{numbers['scored']} "
-                         f"(errored {numbers['errored']}) {text}")
+            sampled = "" if numbers.get("greedy_only") else f"sampled {numbers['successes']}/{numbers['scored']} "
+            lines.append(f"  {stage:<9} {split:<13} {sampled}(errored {numbers['errored']}) {text}")
     for comparison in summary["comparisons"]:
         lines.append(f"  {comparison['from']} → {comparison['to']} ({comparison['split']}, {comparison['measure']}): "
                      f"{comparison['from_rate']} → {comparison['to_rate']}, {comparison['difference_pp']:+.1f} pp, "

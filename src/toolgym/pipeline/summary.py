@@ -49,8 +49,12 @@ def stage_results(eval_dirs: dict[str, Path], ks: list[int]) -> dict[str, dict[s
 
     results: dict[str, dict[str, Any]] = {}
     for stage, folder in eval_dirs.items():
-        summary = summarize(load_run(folder, name=stage), ks)
+        run = load_run(folder, name=stage)
+        summary = summarize(run, ks)
         results[stage] = {split: n for split in SPLITS if (n := split_numbers(summary, split)) is not None}
+        if not run.sampled:  # a greedy-only eval (trials 0): no sampled episodes to report beside it
+            for numbers in results[stage].values():
+                numbers["greedy_only"] = True
     return results
 
 
