@@ -33,7 +33,7 @@ WORD_ISOLATING_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 TOKENIZER_SEED_OFFSET = 7919  # the tokenizer's text is its own corpus stream, not the training stream
-RECIPE_VERSION = 2  # 2: planted copy circuit, context tokens in the loss at 0.3, 500 steps
+RECIPE_VERSION = 3  # 2: planted copy circuit, context tokens in the loss at 0.3, 500 steps; 3: 1,000 steps
 
 
 @dataclass

@@ -33,7 +33,7 @@ class TrainConfig:
     """Everything that decides a pre-training run; stored in the model's toolgym.json."""
 
     seed: int = 0
-    steps: int = 500
+    steps: int = 1000
     rows: int = 4
     seq_len: int = 2048
     lr: float = 2e-3
