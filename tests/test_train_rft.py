@@ -14,7 +14,7 @@ from test_train_sft_support import ReplayTokenPolicy, mixed_tasks, read_jsonl
 from toolgym.cli.main import app
 from toolgym.dataset.build import BuildConfig, build_tasks
 from toolgym.schema.jsonl import write_jsonl
-from toolgym.train.rft import REASON_PARTIAL, REASON_REWARD, RFTConfig, run_rft, select_episodes
+from toolgym.train.rft import REASON_PARTIAL, REASON_REWARD, RFTConfig, run_rft, sample_tasks, select_episodes
 
 
 def _row(task: str, index: int, reward: float | None, partial: float | None, status: str = "ok",
@@ -39,6 +39,21 @@ def test_successes_are_all_kept_else_the_best_partial_above_the_bar() -> None:
     assert report.tasks_without_kept == {"crm": 1, "homes": 1}
     assert (report.tasks, report.episodes, report.errors) == (5, 10, 2)
     assert "crm: tasks 3 · kept reward 2, best_partial 1" in report.render()
+
+
+def test_limit_draws_tasks_across_the_dataset_with_the_seed() -> None:
+    """The first N tasks of a built dataset are one family; RFT's limit must not sample only that."""
+    tasks = [t for t in build_tasks(BuildConfig(apps=["code_host"], tasks_per_family=6, heldout_envs=[],
+                                                compositions=[])) if t.split == "train"]
+    assert len({t.family for t in tasks[:8]}) <= 2  # why a plain head would be wrong
+    chosen = sample_tasks(tasks, 8, seed=0)
+    assert len(chosen) == 8 and len({t.id for t in chosen}) == 8
+    assert len({t.family for t in chosen}) >= 4
+    assert [t.id for t in chosen] == [t.id for t in sample_tasks(tasks, 8, seed=0)]  # reproducible
+    assert [t.id for t in chosen] != [t.id for t in sample_tasks(tasks, 8, seed=1)]
+    positions = {t.id: i for i, t in enumerate(tasks)}
+    assert [positions[t.id] for t in chosen] == sorted(positions[t.id] for t in chosen)  # dataset order kept
+    assert sample_tasks(tasks, None, seed=0) == tasks and sample_tasks(tasks, 10**6, seed=0) == tasks
 
 
 def test_thresholds_are_configurable() -> None:

@@ -106,7 +106,7 @@ def rft(
     out: Path = typer.Option(..., "--out", help="Run folder: rollout/, rft_rows.jsonl, sft/; re-run to resume."),
     split: str = typer.Option("train", "--split", help="Tasks to sample (train; never the held-out splits you report)."),
     env: str | None = typer.Option(None, "--env", help="Comma-separated environments to keep."),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="First N selected tasks."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="N of the selected tasks, drawn with --seed."),
     samples_per_task: int = typer.Option(8, "--samples-per-task", min=1, help="K episodes per task."),
     temperature: float = typer.Option(0.8, "--temperature", min=0.0),
     top_p: float = typer.Option(1.0, "--top-p", min=0.0, max=1.0),

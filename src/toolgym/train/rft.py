@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -19,6 +20,7 @@ from typing import Any
 from toolgym.data.convert import ConvertOptions, ConvertReport, convert_rows, write_sidecar_manifest
 from toolgym.data.rows import iter_lines
 from toolgym.dataset.manifest import sha256_file, write_manifest
+from toolgym.schema import Task
 from toolgym.schema.jsonl import JsonlError, write_jsonl
 from toolgym.train.sft import SFTConfig, SFTResult, run_sft
 
@@ -31,6 +33,14 @@ REASON_PARTIAL = "best_partial"
 
 class RFTError(RuntimeError):
     """Nothing to train on, or the rollout could not run."""
+
+
+def sample_tasks(tasks: list[Task], limit: int | None, seed: int) -> list[Task]:
+    """`limit` tasks drawn with the run's seed, in dataset order: the first N of a dataset are one family."""
+    if limit is None or limit >= len(tasks):
+        return tasks
+    chosen = set(random.Random(f"toolgym-rft/{seed}").sample(range(len(tasks)), limit))
+    return [t for i, t in enumerate(tasks) if i in chosen]
 
 
 @dataclass
@@ -173,9 +183,10 @@ def run_rft(config: RFTConfig, *, console: Any | None = None, progress: bool = F
         import torch
 
         torch.set_num_threads(int(config.sft["threads"]))
-    tasks_path, tasks = load_tasks(config.tasks, split=config.split, envs=config.envs, limit=config.limit)
+    tasks_path, tasks = load_tasks(config.tasks, split=config.split, envs=config.envs)
     if not tasks:
         raise RFTError(f"no tasks in {tasks_path} match split={config.split} envs={config.envs}")
+    tasks = sample_tasks(tasks, config.limit, config.seed)
     sampling = SamplingParams(temperature=config.temperature, top_p=config.top_p, top_k=config.top_k,
                               max_new_tokens=config.max_new_tokens, seed=config.seed)
 
