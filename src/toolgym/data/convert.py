@@ -29,7 +29,7 @@ from toolgym.data.rows import WEIGHT_FIELD, canonical_json, is_format_feedback, 
 from toolgym.data.validate import check_messages
 from toolgym.rollout.results import RESULTS_FILE, row_to_episode
 from toolgym.schema import Episode, TrainingSample
-from toolgym.schema.jsonl import JsonlError, write_jsonl
+from toolgym.schema.jsonl import JsonlError, jsonl_in, write_jsonl
 
 RowMode = Literal["episode", "turn"]
 ROW_MODES: tuple[RowMode, ...] = ("episode", "turn")
@@ -102,12 +102,7 @@ class ConvertReport:
 
 def results_path(run: str | Path) -> Path:
     """A run folder (holding results.jsonl) or a results file itself."""
-    path = Path(run)
-    if path.is_dir():
-        path = path / RESULTS_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such results file (give a rollout folder or its results.jsonl)")
-    return path
+    return jsonl_in(run, RESULTS_FILE, "rollout folder")
 
 
 CUT_OFF_STOPS = ("max_tokens", "context")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import toolgym
+from toolgym.schema.jsonl import jsonl_in
 
 TASKS_FILE = "tasks.jsonl"
 
@@ -55,9 +56,4 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
 
 def tasks_file(dataset: str | Path) -> Path:
     """`dataset` is a tasks.jsonl file or a dataset folder holding one."""
-    path = Path(dataset)
-    if path.is_dir():
-        path = path / TASKS_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such tasks file (give a dataset folder or a tasks.jsonl)")
-    return path
+    return jsonl_in(dataset, TASKS_FILE, "dataset folder")

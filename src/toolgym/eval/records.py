@@ -151,18 +151,19 @@ def load_run(path: str | Path, name: str | None = None) -> RunRecords:
     run = RunRecords(name=name or path.name, root=path, manifest=_manifest(path))
     trial_dirs = sorted((p for p in path.glob(f"{TRIAL_PREFIX}*") if (p / RESULTS_FILE).is_file()),
                         key=lambda p: _trial_order(p.name))
+    greedy_file = path / GREEDY_DIR / RESULTS_FILE
     if trial_dirs:
         for trial_dir in trial_dirs:
             run.sampled += read_records(trial_dir / RESULTS_FILE, trial=trial_dir.name)
     elif (path / RESULTS_FILE).is_file():
         run.sampled = read_records(path / RESULTS_FILE)
-    elif not (path / GREEDY_DIR / RESULTS_FILE).is_file():  # a greedy-only eval (trials 0) has just that
+    elif not greedy_file.is_file():  # a greedy-only eval (trials 0) has just that
         raise FileNotFoundError(
             f"{path}: no {RESULTS_FILE}, {TRIAL_PREFIX}*/{RESULTS_FILE} or {GREEDY_DIR}/{RESULTS_FILE} "
             "(not a rollout or eval folder)"
         )
-    if (path / GREEDY_DIR / RESULTS_FILE).is_file():
-        run.greedy = read_records(path / GREEDY_DIR / RESULTS_FILE, trial=GREEDY_DIR)
+    if greedy_file.is_file():
+        run.greedy = read_records(greedy_file, trial=GREEDY_DIR)
     return run
 
 

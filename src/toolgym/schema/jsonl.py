@@ -26,6 +26,17 @@ class JsonlError(ValueError):
         self.message = message
 
 
+def jsonl_in(location: str | Path, name: str, folder: str) -> Path:
+    """`location` is a JSONL file or a `folder` holding one called `name`; the error says which was expected."""
+    path = Path(location)
+    if path.is_dir():
+        path = path / name
+    if not path.is_file():
+        stem = name.rsplit(".", 1)[0]
+        raise FileNotFoundError(f"{path}: no such {stem} file (give a {folder} or a {name})")
+    return path
+
+
 def iter_lines(path: str | Path) -> Iterator[tuple[int, Any | JsonlError]]:
     """(line number, parsed row) per non-empty line; a bad line yields its JsonlError instead of raising,
     so one torn line does not hide the rest of a file from a report."""
