@@ -1,6 +1,7 @@
 """Benchmark: episodes/minute of the batched HFPolicy at 32 concurrent episodes vs one at a time.
 
     python bench/rollout.py [--episodes 64] [--concurrency 32] [--max-new-tokens 64] [--threads 1] [--model-dir DIR]
+                            [--apps code_host,forum]
 
 Same tasks, same tiny model (built with init_tiny unless --model-dir is given), same seeded
 sampling, in one process: first one episode at a time, then `--concurrency` episodes in flight
@@ -29,9 +30,11 @@ from toolgym.rollout.runner import run_rollout
 from toolgym.schema import Task
 
 
-def bench_tasks(count: int) -> list[Task]:
-    """`count` tasks spread over every registered app that builds (round-robin over apps)."""
-    config = BuildConfig(apps=app_names(), tasks_per_family=max(1, count // 40 + 1), heldout_envs=[], compositions=[])
+def bench_tasks(count: int, apps: list[str] | None = None) -> list[Task]:
+    """`count` tasks spread over the given apps (default: every registered app that builds), round-robin."""
+    names = apps or app_names()
+    config = BuildConfig(apps=names, tasks_per_family=max(1, count // (4 * len(names)) + 1), heldout_envs=[],
+                         compositions=[])
     by_env: dict[str, list[Task]] = {}
     for name in config.apps:
         try:
@@ -73,6 +76,9 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--max-turns", type=int, default=3)
     parser.add_argument("--model-dir", type=Path, default=None)
+    parser.add_argument("--apps", default=None,
+                        help="comma-separated apps to draw tasks from (default: every app; the prompt prefix "
+                             "cache shares a system prompt only between episodes of one app)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads for both runs (0: torch's default). 1 keeps the comparison about "
                              "batching: on a shared CPU, extra threads mostly slow small one-row steps down")
@@ -83,7 +89,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="toolgym-bench-rollout-") as scratch:
         root = Path(scratch)
         model_dir = args.model_dir or init_tiny(root / "tiny", seed=0)
-        tasks = bench_tasks(args.episodes)
+        tasks = bench_tasks(args.episodes, args.apps.split(",") if args.apps else None)
         sampling = SamplingParams(temperature=1.0, max_new_tokens=args.max_new_tokens, seed=1)
         print(f"model {model_dir} · {len(tasks)} episodes over {len({t.env for t in tasks})} apps · "
               f"{args.max_new_tokens} new tokens/turn · torch threads {torch.get_num_threads()} · "

@@ -206,3 +206,28 @@ def test_rests_after_one_cached_prefix_are_computed_in_one_forward() -> None:
         for (keys, values), (ref_keys, ref_values) in zip(entry.states, reference.states, strict=True):
             assert torch.allclose(keys[:, : len(prompt) - 1], ref_keys, atol=1e-4)
             assert torch.allclose(values[:, : len(prompt) - 1], ref_values, atol=1e-4)
+
+
+@pytest.mark.parametrize("apps,per_app", [(2, 3), (1, 1)])
+def test_finished_rows_leave_the_batch_without_changing_any_row(apps: int, per_app: int) -> None:
+    """Rows with short budgets finish first; the batch is rebuilt from the rest, results stay the same."""
+    policy = HFPolicy(tiny_model_dir())
+    prompts = _app_prompts(policy, apps=apps, per_app=per_app) * (2 if per_app == 1 else 1)
+    budgets = [2 if i % 3 else 20 for i in range(len(prompts))]  # two of every three rows stop after 2 tokens
+    sampling = [SamplingParams(temperature=0.8, max_new_tokens=b, seed=i) for i, b in enumerate(budgets)]
+    batched = policy.generate_batch([_request(p, s) for p, s in zip(prompts, sampling, strict=True)])
+    assert policy.compactions >= 1
+    alone = HFPolicy(tiny_model_dir(), prefix_cache_tokens=0)
+    for prompt, params, generation in zip(prompts, sampling, batched, strict=True):
+        reference = alone.generate_batch([_request(prompt, params)])[0]
+        assert generation.completion_ids == reference.completion_ids
+        assert generation.logprobs == pytest.approx(reference.logprobs, abs=1e-4)
+    assert alone.compactions == 0
+    # Rows that left early and rows that ran on both stored states a next turn reuses, and those are right.
+    assert policy.prefix_cache is not None
+    follow_ups = [p + g.completion_ids for p, g in zip(prompts, batched, strict=True)]
+    reused_before = policy.prefix_cache.reused_tokens
+    second = policy.generate_batch([_request(p) for p in follow_ups])
+    assert policy.prefix_cache.reused_tokens - reused_before >= sum(len(p) - 1 for p in follow_ups)
+    reference = alone.generate_batch([_request(p) for p in follow_ups])
+    assert [g.completion_ids for g in second] == [g.completion_ids for g in reference]

@@ -34,6 +34,8 @@ from toolgym.policy.prefix_cache import PrefixCache, PrefixEntry
 from toolgym.policy.sampling import RowSampler, RowState, RowStopper, row_generator
 from toolgym.policy.shared_prefix import (
     MIN_SHARED_TOKENS,
+    DecodeBatch,
+    GroupedDecodeBatch,
     RowPrompt,
     decode_attention,
     mask_mapping,
@@ -44,6 +46,8 @@ from toolgym.policy.shared_prefix import (
 
 # Reuse cached prefix states only if the part left to compute is under 1/RECOMPUTE_RATIO of the prompt.
 RECOMPUTE_RATIO = 4
+# Rebuild a decode batch without its finished rows only if at least this many steps may follow.
+MIN_STEPS_AFTER_COMPACTION = 4
 DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -126,6 +130,7 @@ class HFPolicy(Policy):
         self.max_batch_wait_s = max(max_batch_wait_ms, batch_wait_ms) / 1000.0
         self.generate_calls = 0  # batches decoded so far (`generate_batch` calls): batching is visible, not assumed
         self.shared_prefix_groups = 0  # groups whose prompt prefix the last batch read once per step
+        self.compactions = 0  # decode batches rebuilt without their finished rows
         self.batch_sizes: list[int] = []
         self._rng = random.Random(seed)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name)
@@ -235,7 +240,12 @@ class HFPolicy(Policy):
         return generations
 
     def _decode(self, prompts: list[list[int]], rows: list[RowState]) -> list[Generation]:
-        """One forward per step for the whole batch; each row feeds back the token its sampler chose."""
+        """One forward per step for the running rows; each row feeds back the token its sampler chose.
+
+        Rows finish at different steps, and a finished row left in the batch costs as much as a running
+        one. So once at most half of a batch's rows still run (and enough budget is left to pay for it),
+        the batch is rebuilt from the running rows' states (`_compact`): their prompt is now the original
+        prompt plus what they sampled, and the finished rows' states go to the prefix cache."""
         matches = self._prompt_states(prompts)
         row_prompts = []
         for prompt, (_, entry) in zip(prompts, matches, strict=True):
@@ -244,33 +254,64 @@ class HFPolicy(Policy):
             else:
                 states = [(keys[:, : len(prompt) - 1], values[:, : len(prompt) - 1]) for keys, values in entry.states]
             row_prompts.append(RowPrompt(prompt, states))
-        groups = plan_groups(prompts)
-        shared = worth_sharing(groups, [len(p) for p in prompts])
         budget = max(max(r.sampling.max_new_tokens, 1) for r in rows)
-        batch = new_decode_batch(row_prompts, groups if shared else None, budget)
-        self.shared_prefix_groups = len(groups) if shared else 0  # what the last batch did, for tests and benches
-        sampler = RowSampler(rows)
-        stopper = RowStopper(rows, self.tokenizer, self.eos_token_ids)
+        members = list(range(len(rows)))  # the rows (indexes into `rows`) of the current batch, in batch order
+        batch = self._decode_batch(row_prompts, budget)
+        self.shared_prefix_groups = len(batch.groups) if isinstance(batch, GroupedDecodeBatch) else 0
         input_ids = torch.tensor([[p[-1]] for p in prompts], dtype=torch.long, device=self.device)
         positions = torch.tensor([[len(p) - 1] for p in prompts], dtype=torch.long, device=self.device)
+        sampler, stopper = RowSampler(rows), RowStopper(rows, self.tokenizer, self.eos_token_ids)
         masks = mask_mapping(self.model, batch)
         with torch.inference_mode(), decode_attention(self.model):
-            for _ in range(budget):
+            for step in range(budget):
                 logits = self.model(input_ids=input_ids, position_ids=positions, attention_mask=masks,
                                     past_key_values=batch, use_cache=True).logits[:, -1]
                 batch.advance()
                 sampler(input_ids, logits)  # appends each running row's token (and log-prob) to its RowState
-                if bool(stopper(input_ids, logits).all()):
+                done = stopper(input_ids, logits)
+                if bool(done.all()):
                     break
+                running = (~done).nonzero().squeeze(-1).tolist()
+                left = budget - step - 1
+                if len(running) * 2 <= len(members) and left >= MIN_STEPS_AFTER_COMPACTION:
+                    batch, members, positions = self._compact(batch, members, running, prompts, rows, left)
+                    sampler = RowSampler([rows[i] for i in members])
+                    stopper = RowStopper([rows[i] for i in members], self.tokenizer, self.eos_token_ids)
+                    masks = mask_mapping(self.model, batch)
+                    self.compactions += 1
                 # A finished row keeps decoding its last token until the batch ends; its output is already cut.
-                input_ids = torch.tensor([[row.token_ids[-1]] for row in rows], dtype=torch.long, device=self.device)
+                input_ids = torch.tensor([[rows[i].token_ids[-1]] for i in members], dtype=torch.long,
+                                         device=self.device)
                 positions = positions + 1
         generations = [self._to_generation(row) for row in rows]
-        if self.prefix_cache is not None:
-            for index, (prompt, generation) in enumerate(zip(prompts, generations, strict=True)):
-                sampled = generation.completion_ids[:-1]
-                self.prefix_cache.store(prompt + sampled, batch.row_states(index, len(prompt) + len(sampled)))
+        for slot, index in enumerate(members):
+            self._store_row(batch, slot, prompts[index], generations[index])
         return generations
+
+    def _decode_batch(self, row_prompts: list[RowPrompt], budget: int) -> DecodeBatch:
+        groups = plan_groups([r.token_ids for r in row_prompts])
+        shared = worth_sharing(groups, [len(r.token_ids) for r in row_prompts])
+        return new_decode_batch(row_prompts, groups if shared else None, budget)
+
+    def _store_row(self, batch: DecodeBatch, slot: int, prompt: list[int], generation: Generation) -> None:
+        """Keep a finished row's states (its prompt and what it sampled, but the last token) for the next turn."""
+        if self.prefix_cache is not None:
+            sampled = generation.completion_ids[:-1]
+            self.prefix_cache.store(prompt + sampled, batch.row_states(slot, len(prompt) + len(sampled)))
+
+    def _compact(self, batch: DecodeBatch, members: list[int], running: list[int], prompts: list[list[int]],
+                 rows: list[RowState], budget: int) -> tuple[DecodeBatch, list[int], torch.Tensor]:
+        """A new batch of the running rows only (`running`: their slots in `batch`), for `budget` more steps."""
+        for slot, index in enumerate(members):
+            if rows[index].done:
+                self._store_row(batch, slot, prompts[index], self._to_generation(rows[index]))
+        row_prompts = []
+        for slot in running:
+            index = members[slot]
+            fed = prompts[index] + rows[index].token_ids  # the last sampled token is fed at the next step
+            row_prompts.append(RowPrompt(fed, batch.row_states(slot, len(fed) - 1)))
+        positions = torch.tensor([[len(r.token_ids) - 2] for r in row_prompts], dtype=torch.long, device=self.device)
+        return self._decode_batch(row_prompts, budget), [members[slot] for slot in running], positions
 
     def _no_states(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Zero-token states shaped like the model's (for a prompt that is one token long)."""
