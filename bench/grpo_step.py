@@ -199,13 +199,15 @@ def _tool_method(spec: Any) -> Any:
     params = ["self"]
     for name in ordered:
         annotation = _TYPES.get(properties[name].get("type"), "str")
-        params.append(f"{name}: {annotation}" if name in required else f"{name}: {annotation} | None = None")
+        # `X = None`, not `X | None = None`, and no return annotation: transformers' get_json_schema then gives
+        # exactly the schema toolgym renders (no "nullable", no "return"), so both sides see the same prompt.
+        params.append(f"{name}: {annotation}" if name in required else f"{name}: {annotation} = None")
     doc = " ".join((spec.description or spec.name).split())
     if ordered:
         doc += "\n\n    Args:\n" + "\n".join(
             f"        {n}: {' '.join(str(properties[n].get('description') or n).split())}" for n in ordered) + "\n    "
     arguments = ", ".join(f"{n!r}: {n}" for n in ordered)
-    source = (f"def {spec.name}({', '.join(params)}) -> str:\n"
+    source = (f"def {spec.name}({', '.join(params)}):\n"
               f'    """{doc}"""\n'
               f"    return self._call({spec.name!r}, {{{arguments}}})\n")
     namespace: dict[str, Any] = {}
@@ -264,15 +266,20 @@ def run_trl(bench: Suite, model: Path, tasks: list[Any], steps: int, threads: in
     AcceleratorState._reset_state()  # the toolgym side ran in this process first; TRL makes its own Accelerator
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     torch.set_num_threads(threads)
-    renderer = Renderer(None, prompt_style="full")
+    tokenizer = AutoTokenizer.from_pretrained(str(model), local_files_only=True)
+    renderer = Renderer(tokenizer, prompt_style="full")
     env = bench.env_factory(bench.env_name)
-    rows = []
+    environment = trl_environment_class(bench)
+    rows, same_prompts = [], 0
     for task in tasks:
         messages = renderer.initial_messages(task, env.tool_specs("agent"), env.policy)
-        rows.append({"prompt": [{"role": m.role, "content": m.content} for m in messages],
-                     "task": task.model_dump_json()})
+        prompt = [{"role": m.role, "content": m.content} for m in messages]
+        rows.append({"prompt": prompt, "task": task.model_dump_json()})
+        trl_text = tokenizer.apply_chat_template(  # what TRL renders: tools from the environment's methods
+            prompt, tools=[getattr(environment, s.name) for s in env.tool_specs("agent")], tokenize=False,
+            add_generation_prompt=True, enable_thinking=False)
+        same_prompts += trl_text == renderer.render_text(messages, env.tool_specs("agent"), True)
     env.close()
-    tokenizer = AutoTokenizer.from_pretrained(str(model), local_files_only=True)
     tokenizer.padding_side = "left"
     policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=torch.float32, local_files_only=True)
     # TRL's budget covers every turn of an episode (tool results included): toolgym's turns × per-turn cap.
@@ -295,7 +302,7 @@ def run_trl(bench: Suite, model: Path, tasks: list[Any], steps: int, threads: in
 
     trainer = GRPOTrainer(model=policy, reward_funcs=[task_reward], args=args,
                           train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
-                          environment_factory=trl_environment_class(bench), callbacks=[StepClock()])
+                          environment_factory=environment, callbacks=[StepClock()])
     trainer.train()
     logs = [entry for entry in trainer.state.log_history if "loss" in entry or "reward" in entry]
 
@@ -312,6 +319,7 @@ def run_trl(bench: Suite, model: Path, tasks: list[Any], steps: int, threads: in
         "tool_calls_per_episode": series("tools/call_frequency", "tools/calls_per_completion"),
         "success_rate": series("reward", "rewards/task_reward/mean"),
         "log_keys": sorted({k for entry in logs for k in entry}),
+        "prompts_identical_to_toolgym": f"{same_prompts}/{len(tasks)}",
     }
 
 
@@ -367,6 +375,8 @@ def main() -> None:
                          + ", ".join(f"{s:.1f}" for s in numbers["step_seconds"]) + ") · completion tokens/episode "
                          + ", ".join(f"{v:.0f}" for v in numbers["completion_tokens_per_episode"])
                          + " · tool calls/episode " + ", ".join(f"{v:.2f}" for v in numbers["tool_calls_per_episode"]))
+            if "prompts_identical_to_toolgym" in numbers:
+                lines.append(f"           prompts rendered as toolgym renders them: {numbers['prompts_identical_to_toolgym']}")
     if "toolgym" in results and "trl" in results:
         ratio = results["toolgym"]["seconds_per_step"] / results["trl"]["seconds_per_step"]
         results["ratio_toolgym_over_trl"] = ratio
