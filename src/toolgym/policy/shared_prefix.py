@@ -3,11 +3,11 @@
 Episodes of one app share a long system prompt, so a decode batch holds a few long prefixes many
 times over; at each step attention reads every row's keys and values, and on CPU that memory
 traffic is most of a batched step. Here rows that share a prefix form a group whose buffer holds
-the prefix once; each row keeps the rest of its prompt and the tokens it decodes in its own
-columns, and attention merges the prefix part and the own part by their log-sum-exp. The same
-attention over the same keys, with the prefix read once per group per step (`GroupedDecodeBatch`);
-a batch with nothing worth sharing (one row, say) keeps one left-padded row per prompt and the
-fused SDPA kernel (`PaddedDecodeBatch`).
+the prefix once, then the rest of each member's prompt, then the tokens its members decode; each
+row's queries are masked to the prefix and its own columns. The same attention over the same keys,
+with the prefix read once per group per step (`GroupedDecodeBatch`); a batch with nothing worth
+sharing (one row, say) keeps one left-padded row per prompt and the fused SDPA kernel
+(`PaddedDecodeBatch`).
 
 A `DecodeBatch` is passed to the model as both the cache (`update` stores each step's key/value)
 and the attention mask (the registered attention function finds the layout in it);
@@ -73,15 +73,11 @@ def plan_groups(prompts: Sequence[list[int]]) -> list[Group]:
 
 
 def worth_sharing(groups: list[Group], lengths: Sequence[int]) -> bool:
-    """Whether the grouped layout reads fewer prompt states per step than one padded row per prompt.
-
-    Grouped: each group's prefix once (padded to the longest prefix), then each row's own columns
-    (padded to the longest). Padded: every row's whole history, padded to the longest prompt."""
+    """Whether the grouped layout reads fewer prompt states per step than one padded row per prompt."""
     if all(len(g.rows) == 1 for g in groups):
         return False
-    own = max(lengths[r] - 1 - g.prefix_length for g in groups for r in g.rows)
-    grouped = len(groups) * max(g.prefix_length for g in groups) + len(lengths) * own
-    return grouped < len(lengths) * (max(lengths) - 1)
+    widest_group = max(g.prefix_length + sum(lengths[r] - 1 - g.prefix_length for r in g.rows) for g in groups)
+    return len(groups) * widest_group < len(lengths) * (max(lengths) - 1)
 
 
 class DecodeBatch:
@@ -176,14 +172,14 @@ class PaddedDecodeBatch(DecodeBatch):
 
 
 class GroupedDecodeBatch(DecodeBatch):
-    """A group's shared prefix once, and each row's own columns apart; attention merges the two parts.
+    """One buffer per group: its shared prefix once, each row's prompt tail, then the decoded tokens.
 
-    The prefix part is one GEMM per layer over the group's buffer for all of the group's rows (the
-    prefix is read once, not once per row). Each row's own part (the rest of its prompt, right-aligned
-    so every row writes step t at the same column, then what it decodes) is a batched product over
-    its own columns only. The two softmax parts are merged by their log-sum-exp (as in flash-decoding
-    and cascade attention), so the result is attention over [prefix | own columns], and no row pays
-    for another row's columns. Keys are stored [dim, columns]: a plain GEMM, about twice as fast on
+    A group's columns hold [prefix | rest of slot 0's prompt | rest of slot 1's prompt | ...] packed
+    from column 0, and from column `decoded_from` (the longest such packing over groups) the tokens
+    fed while decoding, interleaved by slot (step t of slot s at decoded_from + t * slots + s), so a
+    step reads only the columns written so far. A row's queries are masked to the prefix, its own
+    prompt tail and its own decoded columns, so one matmul per layer scores all of a group's rows
+    and the prefix is read once. Keys are stored [dim, columns]: a plain GEMM, about twice as fast on
     CPU as multiplying by a transposed view."""
 
     def __init__(self, rows: list[RowPrompt], groups: list[Group], budget: int) -> None:
@@ -192,50 +188,45 @@ class GroupedDecodeBatch(DecodeBatch):
         self.kv_heads, self.dtype, self.device = kv_heads, dtype, device
         self.slots = max(len(g.rows) for g in groups)
         self.prefix_of, self.group_of, self.slot_of = [0] * self.size, [0] * self.size, [0] * self.size
+        self.first_column = [0] * self.size  # where the rest of the row's prompt starts
+        packed = []
         for g, group in enumerate(groups):
+            column = group.prefix_length
             for slot, row in enumerate(group.rows):
                 self.prefix_of[row], self.group_of[row], self.slot_of[row] = group.prefix_length, g, slot
-        self.prefix_width = max(g.prefix_length for g in groups)
+                self.first_column[row] = column
+                column += len(rows[row].token_ids) - 1 - group.prefix_length
+            packed.append(column)
         self.tail_prompt = [len(r.token_ids) - 1 - p for r, p in zip(rows, self.prefix_of, strict=True)]
-        self.start = max(self.tail_prompt)  # own column of every row's first decoded step
-        own_width = self.start + self.budget
-        self.prefix_keys = [torch.zeros((len(groups), kv_heads, key_dim, self.prefix_width), dtype=dtype, device=device)
-                            for _ in range(layers)]
-        self.prefix_values = [torch.zeros((len(groups), kv_heads, self.prefix_width, value_dim), dtype=dtype,
-                                          device=device) for _ in range(layers)]
-        self.keys = [torch.zeros((self.size, kv_heads, key_dim, own_width), dtype=dtype, device=device)
-                     for _ in range(layers)]
-        self.values = [torch.zeros((self.size, kv_heads, own_width, value_dim), dtype=dtype, device=device)
+        self.decoded_from = max(packed)
+        self.width = self.decoded_from + self.budget * self.slots
+        shape = (len(groups), kv_heads)
+        self.keys = [torch.zeros((*shape, key_dim, self.width), dtype=dtype, device=device) for _ in range(layers)]
+        self.values = [torch.zeros((*shape, self.width, value_dim), dtype=dtype, device=device)
                        for _ in range(layers)]
         for layer in range(layers):
+            keys, values = self.keys[layer], self.values[layer]
             for g, group in enumerate(groups):
                 donor_keys, donor_values = rows[group.rows[0]].states[layer]
-                self.prefix_keys[layer][g, :, :, : group.prefix_length] = (
-                    donor_keys[:, : group.prefix_length].transpose(-1, -2))
-                self.prefix_values[layer][g, :, : group.prefix_length] = donor_values[:, : group.prefix_length]
+                keys[g, :, :, : group.prefix_length] = donor_keys[:, : group.prefix_length].transpose(-1, -2)
+                values[g, :, : group.prefix_length] = donor_values[:, : group.prefix_length]
             for row in range(self.size):
-                prefix, tail = self.prefix_of[row], self.tail_prompt[row]
+                start, tail, first = self.prefix_of[row], self.tail_prompt[row], self.first_column[row]
                 if tail:
                     row_keys, row_values = rows[row].states[layer]
-                    columns = slice(self.start - tail, self.start)
-                    self.keys[layer][row, :, :, columns] = row_keys[:, prefix : prefix + tail].transpose(-1, -2)
-                    self.values[layer][row, :, columns] = row_values[:, prefix : prefix + tail]
-        self.empty_prefix = any(g.prefix_length == 0 for g in groups)
-        self.prefix_mask = torch.zeros((len(groups), 1, 1, self.prefix_width), dtype=torch.float32, device=device)
-        for g, group in enumerate(groups):
-            self.prefix_mask[g, ..., group.prefix_length :] = float("-inf")
-        self.own_mask = torch.zeros((self.size, 1, 1, own_width), dtype=torch.float32, device=device)
-        for row, tail in enumerate(self.tail_prompt):
-            self.own_mask[row, ..., : self.start - tail] = float("-inf")
+                    group = self.group_of[row]
+                    keys[group, :, :, first : first + tail] = row_keys[:, start : start + tail].transpose(-1, -2)
+                    values[group, :, first : first + tail] = row_values[:, start : start + tail]
         self.row_group = torch.tensor(self.group_of, dtype=torch.long, device=device)
         self.row_slot = torch.tensor(self.slot_of, dtype=torch.long, device=device)
-        self._indexes: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._masks: dict[int, torch.Tensor] = {}
+        self._indexes: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
 
-    def _layout(self, repeats: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """(row-layout query line of each group-layout line, group-layout line of each row-layout line)."""
+    def _layout(self, repeats: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(group-layout index of each query head, row-layout index of each, each row's mask lines)."""
         if repeats not in self._indexes:
             groups, slots, kv_heads, device = len(self.groups), self.slots, self.kv_heads, self.device
-            slot_rows = torch.zeros((groups, slots), dtype=torch.long, device=device)  # empty slots read row 0
+            slot_rows = torch.zeros((groups, slots), dtype=torch.long, device=device)
             slot_rows[self.row_group, self.row_slot] = torch.arange(self.size, device=device)
             head = torch.arange(kv_heads, device=device)
             repeat = torch.arange(repeats, device=device)
@@ -244,56 +235,53 @@ class GroupedDecodeBatch(DecodeBatch):
             group, slot = self.row_group.view(-1, 1, 1), self.row_slot.view(-1, 1, 1)
             row_index = ((group * kv_heads + head.view(1, kv_heads, 1)) * slots * repeats + slot * repeats
                          + repeat.view(1, 1, repeats)).reshape(-1)
-            self._indexes[repeats] = (group_index, row_index)
+            mask_lines = (group * slots * repeats + slot * repeats + repeat.view(1, 1, repeats))[:, 0]
+            mask = torch.full((groups, slots * repeats, self.width), float("-inf"), dtype=self.dtype, device=device)
+            for g, group_spec in enumerate(self.groups):
+                mask[g, :, : group_spec.prefix_length] = 0.0
+            for row in range(self.size):
+                lines = slice(self.slot_of[row] * repeats, (self.slot_of[row] + 1) * repeats)
+                first = self.first_column[row]
+                mask[self.group_of[row], lines, first : first + self.tail_prompt[row]] = 0.0
+                mask[self.group_of[row], lines, self.decoded_from + self.slot_of[row] :
+                     self.decoded_from + self.steps * self.slots : self.slots] = 0.0
+            self._indexes[repeats] = (group_index, row_index, mask_lines)
+            self._masks[repeats] = mask
         return self._indexes[repeats]
 
     def _write(self, layer: int, keys: torch.Tensor, values: torch.Tensor) -> None:
-        column = self.start + self.steps
-        # under autocast the new step's states come out bf16 while the prompt's are fp32: store one dtype
-        self.keys[layer][:, :, :, column] = keys.to(self.keys[layer].dtype)
-        self.values[layer][:, :, column] = values.to(self.values[layer].dtype)
+        columns = self.row_slot + (self.decoded_from + self.steps * self.slots)
+        # under autocast the new step's states come out bf16 while the prompt's are fp32; index_put wants one dtype
+        self.keys[layer][self.row_group, :, :, columns] = keys.to(self.keys[layer].dtype)
+        self.values[layer][self.row_group, :, columns] = values.to(self.values[layer].dtype)
 
     def attend(self, layer: int, query: torch.Tensor, scaling: float) -> torch.Tensor:
         batch, heads, _, dim = query.shape
         repeats = heads // self.kv_heads
-        group_index, row_index = self._layout(repeats)
-        lines = (query * scaling).reshape(-1, dim)  # row layout: (row, kv head, repeat)
-        # the shared prefix: one GEMM per group for all its rows
-        grouped = lines[group_index].view(len(self.groups), self.kv_heads, -1, dim)
-        prefix_scores = torch.matmul(grouped, self.prefix_keys[layer]).float() + self.prefix_mask
-        prefix_lse = torch.logsumexp(prefix_scores, dim=-1, keepdim=True)
-        prefix_probs = torch.exp(prefix_scores - prefix_lse)
-        if self.empty_prefix:  # a group with no prefix: its fully masked line is NaN, and weighs 0 below
-            prefix_probs = prefix_probs.nan_to_num(0.0)
-        prefix_probs = prefix_probs.to(self.prefix_values[layer].dtype)
-        prefix_out = torch.matmul(prefix_probs, self.prefix_values[layer]).reshape(-1, dim)[row_index]
-        prefix_lse = prefix_lse.reshape(-1)[row_index]
-        # each row's own columns: its prompt tail and what it decoded so far (this step's included)
-        end = self.start + self.steps + 1
-        own = lines.view(batch, self.kv_heads, repeats, dim)
-        own_scores = torch.matmul(own, self.keys[layer][..., :end]).float() + self.own_mask[..., :end]
-        own_lse = torch.logsumexp(own_scores, dim=-1, keepdim=True)
-        own_probs = torch.exp(own_scores - own_lse).to(self.values[layer].dtype)
-        own_out = torch.matmul(own_probs, self.values[layer][:, :, :end]).reshape(-1, dim)
-        own_lse = own_lse.reshape(-1)
-        # merge the two softmax parts by their log-sum-exp (a group without a prefix weighs 0)
-        total = torch.logaddexp(prefix_lse, own_lse)
-        out = (prefix_out.float() * torch.exp(prefix_lse - total)[:, None]
-               + own_out.float() * torch.exp(own_lse - total)[:, None])
-        return out.view(batch, heads, -1)[:, None].to(query.dtype)
+        group_index, row_index, mask_lines = self._layout(repeats)
+        mask = self._masks[repeats]
+        if layer == 0:  # open this step's column to its own row's queries
+            columns = self.row_slot + (self.decoded_from + self.steps * self.slots)
+            mask.view(-1, self.width)[mask_lines, columns[:, None]] = 0.0
+        end = self.decoded_from + (self.steps + 1) * self.slots
+        grouped = (query * scaling).reshape(-1, dim)[group_index].view(len(self.groups), self.kv_heads, -1, dim)
+        scores = torch.matmul(grouped, self.keys[layer][..., :end]).float()
+        scores += mask[:, None, :, :end]
+        probs = torch.softmax(scores, dim=-1).to(self.values[layer].dtype)
+        out = torch.matmul(probs, self.values[layer][:, :, :end])
+        return out.reshape(-1, out.shape[-1])[row_index].view(batch, heads, -1)[:, None].to(query.dtype)
 
     def row_states(self, row: int, tokens: int) -> LayerStates:
-        prefix, group, tail = self.prefix_of[row], self.group_of[row], self.tail_prompt[row]
-        own = tokens - prefix
-        if own < tail:
-            raise ValueError(f"row {row} has {prefix + tail} prompt states; asked for the first {tokens} only")
-        columns = slice(self.start - tail, self.start - tail + own)
+        start, group, first, tail = self.prefix_of[row], self.group_of[row], self.first_column[row], self.tail_prompt[row]
+        decoded = tokens - start - tail
+        if decoded < 0:
+            raise ValueError(f"row {row} has {start + tail} prompt states; asked for the first {tokens} only")
+        spans = [slice(0, start), slice(first, first + tail),
+                 slice(self.decoded_from + self.slot_of[row], self.decoded_from + decoded * self.slots, self.slots)]
         return [
-            (torch.cat([prefix_keys[group, :, :, :prefix], keys[row, :, :, columns]], dim=-1).transpose(-1, -2)
-             .contiguous(),
-             torch.cat([prefix_values[group, :, :prefix], values[row, :, columns]], dim=1))
-            for prefix_keys, prefix_values, keys, values
-            in zip(self.prefix_keys, self.prefix_values, self.keys, self.values, strict=True)
+            (torch.cat([keys[group, :, :, span] for span in spans], dim=-1).transpose(-1, -2).contiguous(),
+             torch.cat([values[group, :, span] for span in spans], dim=1))
+            for keys, values in zip(self.keys, self.values, strict=True)
         ]
 
 
