@@ -1,13 +1,13 @@
 """Benchmark: episodes/minute of the batched HFPolicy at 32 concurrent episodes vs one at a time.
 
     python bench/rollout.py [--episodes 64] [--concurrency 32] [--max-new-tokens 64] [--threads 1] [--model-dir DIR]
-                            [--apps code_host,forum]
+                            [--apps code_host,forum] [--repeats 3]
 
 Same tasks, same tiny model (built with init_tiny unless --model-dir is given), same seeded
 sampling, in one process: first one episode at a time, then `--concurrency` episodes in flight
 sharing one HFPolicy whose pending turns are decoded together as batches. Prints both rates, the
-ratio (target ≥ 5×), how many batches each side ran, and the machine's load average before and
-after (on a shared machine the ratio moves with it).
+ratio of their medians over `--repeats` interleaved runs (target ≥ 5×), how many batches each side
+ran, and the machine's load average before and after (on a shared machine the ratio moves with it).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -76,6 +77,9 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--max-turns", type=int, default=3)
     parser.add_argument("--model-dir", type=Path, default=None)
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="serial and batched runs, interleaved; the medians are compared (one run of each "
+                             "moves by ±30%% with the host's load)")
     parser.add_argument("--apps", default=None,
                         help="comma-separated apps to draw tasks from (default: every app; the prompt prefix "
                              "cache shares a system prompt only between episodes of one app)")
@@ -94,13 +98,21 @@ def main() -> None:
         print(f"model {model_dir} · {len(tasks)} episodes over {len({t.env for t in tasks})} apps · "
               f"{args.max_new_tokens} new tokens/turn · torch threads {torch.get_num_threads()} · "
               f"load {os.getloadavg()[0]:.2f}")
-        serial_rate, _, serial_calls = measure(model_dir, tasks, 1, sampling, args.max_turns, root / "serial")
-        print(f"one at a time:          {serial_rate:8.1f} episodes/min ({serial_calls} batches)")
-        batched_rate, _, batched_calls = measure(model_dir, tasks, args.concurrency, sampling, args.max_turns,
-                                                 root / "batched")
-        print(f"{args.concurrency:>2} concurrent (batched): {batched_rate:8.1f} episodes/min "
-              f"({batched_calls} batches)")
-        ratio = batched_rate / serial_rate
+        serial_rates, batched_rates = [], []
+        for repeat in range(args.repeats):  # interleaved, so a change in the machine's load hits both sides
+            serial_rate, _, serial_calls = measure(model_dir, tasks, 1, sampling, args.max_turns,
+                                                   root / f"serial-{repeat}")
+            batched_rate, _, batched_calls = measure(model_dir, tasks, args.concurrency, sampling, args.max_turns,
+                                                     root / f"batched-{repeat}")
+            serial_rates.append(serial_rate)
+            batched_rates.append(batched_rate)
+            print(f"  run {repeat + 1}: one at a time {serial_rate:7.1f} episodes/min ({serial_calls} batches) · "
+                  f"{args.concurrency} concurrent {batched_rate:7.1f} episodes/min ({batched_calls} batches) · "
+                  f"{batched_rate / serial_rate:.1f}x")
+        serial, batched = statistics.median(serial_rates), statistics.median(batched_rates)
+        print(f"one at a time:          {serial:8.1f} episodes/min (median of {args.repeats})")
+        print(f"{args.concurrency:>2} concurrent (batched): {batched:8.1f} episodes/min (median of {args.repeats})")
+        ratio = batched / serial
         print(f"speed-up: {ratio:.1f}x (target >= 5x) {'OK' if ratio >= 5 else 'BELOW TARGET'} · "
               f"load {os.getloadavg()[0]:.2f}")
 

@@ -70,7 +70,8 @@ def test_decode_batch_attention_equals_attention_over_each_rows_whole_history(gr
     generator = torch.Generator().manual_seed(0)
     heads, kv_heads, dim = 4, 2, 8
     system = list(range(1, 41))
-    prompts = [[*system, 50, 51, 52], [*system, 60], list(range(70, 120)), [*system, 50, 51, 53, 54, 55]]
+    # a one-token prompt too: its group has no prefix at all
+    prompts = [[*system, 50, 51, 52], [*system, 60], list(range(70, 120)), [*system, 50, 51, 53, 54, 55], [7]]
     rows = [_random_row(p, 2, kv_heads, dim, generator) for p in prompts]
     groups = plan_groups(prompts)
     # a shared prefix's states come from one donor row: make every member's copy equal, as a model's would be
