@@ -316,6 +316,8 @@ def run_trl(bench: Suite, model: Path, tasks: list[Any], steps: int, threads: in
     return {
         "step_seconds": step_times,
         "completion_tokens_per_episode": series("completions/mean_length"),
+        # TRL decodes a batch until its longest completion ends: the longest one sets the step's time
+        "longest_completion_tokens": series("completions/max_length"),
         "tool_calls_per_episode": series("tools/call_frequency", "tools/calls_per_completion"),
         "success_rate": series("reward", "rewards/task_reward/mean"),
         "log_keys": sorted({k for entry in logs for k in entry}),
@@ -375,6 +377,9 @@ def main() -> None:
                          + ", ".join(f"{s:.1f}" for s in numbers["step_seconds"]) + ") · completion tokens/episode "
                          + ", ".join(f"{v:.0f}" for v in numbers["completion_tokens_per_episode"])
                          + " · tool calls/episode " + ", ".join(f"{v:.2f}" for v in numbers["tool_calls_per_episode"]))
+            if numbers.get("longest_completion_tokens"):
+                lines.append("           longest completion per step: "
+                             + ", ".join(f"{float(v):.0f}" for v in numbers["longest_completion_tokens"]))
             if "prompts_identical_to_toolgym" in numbers:
                 lines.append(f"           prompts rendered as toolgym renders them: {numbers['prompts_identical_to_toolgym']}")
     if "toolgym" in results and "trl" in results:
