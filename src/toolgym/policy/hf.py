@@ -289,6 +289,7 @@ class HFPolicy(Policy):
         return generations
 
     def _decode_batch(self, row_prompts: list[RowPrompt], budget: int) -> DecodeBatch:
+        """Grouped by shared prompt prefix where that reads fewer states per step, else one padded row each."""
         groups = plan_groups([r.token_ids for r in row_prompts])
         shared = worth_sharing(groups, [len(r.token_ids) for r in row_prompts])
         return new_decode_batch(row_prompts, groups if shared else None, budget)
