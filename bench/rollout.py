@@ -51,9 +51,9 @@ def bench_tasks(count: int, apps: list[str] | None = None) -> list[Task]:
 
 
 def measure(model_dir: Path, tasks: list[Task], concurrency: int, sampling: SamplingParams, max_turns: int,
-            out: Path, dtype: str = "auto") -> tuple[float, int, int]:
+            out: Path) -> tuple[float, int, int]:
     """(episodes per minute, episodes, batches decoded) for one configuration."""
-    policy = HFPolicy(model_dir, max_batch_size=max(concurrency, 1), dtype=dtype)
+    policy = HFPolicy(model_dir, max_batch_size=max(concurrency, 1))
 
     async def run() -> float:
         started = time.perf_counter()
@@ -77,9 +77,6 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--max-turns", type=int, default=3)
     parser.add_argument("--model-dir", type=Path, default=None)
-    parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"],
-                        help="weights and compute of both sides (auto: float32 on CPU; bfloat16 uses AMX where the "
-                             "CPU has it)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="serial and batched runs, interleaved; the medians are compared (one run of each "
                              "moves by ±30%% with the host's load)")
@@ -99,14 +96,14 @@ def main() -> None:
         tasks = bench_tasks(args.episodes, args.apps.split(",") if args.apps else None)
         sampling = SamplingParams(temperature=1.0, max_new_tokens=args.max_new_tokens, seed=1)
         print(f"model {model_dir} · {len(tasks)} episodes over {len({t.env for t in tasks})} apps · "
-              f"{args.max_new_tokens} new tokens/turn · {args.dtype} · torch threads {torch.get_num_threads()} · "
+              f"{args.max_new_tokens} new tokens/turn · torch threads {torch.get_num_threads()} · "
               f"load {os.getloadavg()[0]:.2f}")
         serial_rates, batched_rates = [], []
         for repeat in range(args.repeats):  # interleaved, so a change in the machine's load hits both sides
             serial_rate, _, serial_calls = measure(model_dir, tasks, 1, sampling, args.max_turns,
-                                                   root / f"serial-{repeat}", args.dtype)
+                                                   root / f"serial-{repeat}")
             batched_rate, _, batched_calls = measure(model_dir, tasks, args.concurrency, sampling, args.max_turns,
-                                                     root / f"batched-{repeat}", args.dtype)
+                                                     root / f"batched-{repeat}")
             serial_rates.append(serial_rate)
             batched_rates.append(batched_rate)
             print(f"  run {repeat + 1}: one at a time {serial_rate:7.1f} episodes/min ({serial_calls} batches) · "
