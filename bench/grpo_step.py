@@ -270,15 +270,16 @@ def run_trl(bench: Suite, model: Path, tasks: list[Any], steps: int, threads: in
     renderer = Renderer(tokenizer, prompt_style="full")
     env = bench.env_factory(bench.env_name)
     environment = trl_environment_class(bench)
+    specs = env.tool_specs("agent")
+    trl_tools = [getattr(environment, spec.name) for spec in specs]  # what TRL renders: the environment's methods
     rows, same_prompts = [], 0
     for task in tasks:
-        messages = renderer.initial_messages(task, env.tool_specs("agent"), env.policy)
+        messages = renderer.initial_messages(task, specs, env.policy)
         prompt = [{"role": m.role, "content": m.content} for m in messages]
         rows.append({"prompt": prompt, "task": task.model_dump_json()})
-        trl_text = tokenizer.apply_chat_template(  # what TRL renders: tools from the environment's methods
-            prompt, tools=[getattr(environment, s.name) for s in env.tool_specs("agent")], tokenize=False,
-            add_generation_prompt=True, enable_thinking=False)
-        same_prompts += trl_text == renderer.render_text(messages, env.tool_specs("agent"), True)
+        trl_text = tokenizer.apply_chat_template(prompt, tools=trl_tools, tokenize=False, add_generation_prompt=True,
+                                                 enable_thinking=False)
+        same_prompts += trl_text == renderer.render_text(messages, specs, True)
     env.close()
     tokenizer.padding_side = "left"
     policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=torch.float32, local_files_only=True)

@@ -285,7 +285,7 @@ class HFPolicy(Policy):
                 positions = positions + 1
         generations = [self._to_generation(row) for row in rows]
         for slot, index in enumerate(members):
-            self._store_row(batch, slot, prompts[index], generations[index])
+            self._store_row(batch, slot, prompts[index], generations[index].completion_ids)
         return generations
 
     def _decode_batch(self, row_prompts: list[RowPrompt], budget: int) -> DecodeBatch:
@@ -294,18 +294,19 @@ class HFPolicy(Policy):
         shared = worth_sharing(groups, [len(r.token_ids) for r in row_prompts])
         return new_decode_batch(row_prompts, groups if shared else None, budget)
 
-    def _store_row(self, batch: DecodeBatch, slot: int, prompt: list[int], generation: Generation) -> None:
+    def _store_row(self, batch: DecodeBatch, slot: int, prompt: list[int], completion_ids: list[int]) -> None:
         """Keep a finished row's states (its prompt and what it sampled, but the last token) for the next turn."""
         if self.prefix_cache is not None:
-            sampled = generation.completion_ids[:-1]
+            sampled = completion_ids[:-1]
             self.prefix_cache.store(prompt + sampled, batch.row_states(slot, len(prompt) + len(sampled)))
 
     def _compact(self, batch: DecodeBatch, members: list[int], running: list[int], prompts: list[list[int]],
                  rows: list[RowState], budget: int) -> tuple[DecodeBatch, list[int], torch.Tensor]:
         """A new batch of the running rows only (`running`: their slots in `batch`), for `budget` more steps."""
         for slot, index in enumerate(members):
-            if rows[index].done:
-                self._store_row(batch, slot, prompts[index], self._to_generation(rows[index]))
+            row = rows[index]
+            if row.length is not None:  # finished: its kept tokens are final
+                self._store_row(batch, slot, prompts[index], row.token_ids[: row.length])
         row_prompts = []
         for slot in running:
             index = members[slot]
