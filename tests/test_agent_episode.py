@@ -323,3 +323,17 @@ def test_default_renderer_follows_the_model_folder(tmp_path: Path) -> None:
     first_prompt = tokenizer.decode(policy.requests[0].prompt_ids)
     assert "Call a tool with:" in first_prompt and "<tools>" not in first_prompt
     assert episode.stop_reason == "answer"
+
+
+def test_max_format_errors_ends_the_episode_at_the_malformed_call() -> None:
+    tokenizer = tiny_tokenizer()
+    policy = ScriptedTokenPolicy(tokenizer, MULTI_TURN_SCRIPT)
+    episode = run(toy_task(), policy, Renderer(tokenizer, prompt_style="compact"), max_format_errors=1)
+    assert episode.status == "truncated" and episode.stop_reason == "format_errors"
+    assert episode.turns == 3 and episode.format_errors == 1  # the third turn was the malformed call
+    assert episode.verdict is not None and episode.reward == 1.0  # verified on its state like any episode
+    assert episode.tool_calls_by_tool == {"list_my_notes": 1, "add_note": 1, "complete_note": 1}
+    assert masked_ids(episode) == [i for ids in policy.sampled for i in ids]
+    # without the limit the same script runs on past that call
+    assert run(toy_task(), ScriptedTokenPolicy(tokenizer, MULTI_TURN_SCRIPT), Renderer(tokenizer, prompt_style="compact"),
+               max_format_errors=2).stop_reason == "answer"

@@ -232,3 +232,82 @@ def test_finished_rows_leave_the_batch_without_changing_any_row(apps: int, per_a
     assert policy.prefix_cache.reused_tokens - reused_before >= sum(len(p) - 1 for p in follow_ups)
     reference = alone.generate_batch([_request(p) for p in follow_ups])
     assert [g.completion_ids for g in second] == [g.completion_ids for g in reference]
+
+
+def test_rests_after_each_rows_own_cached_prefix_are_computed_in_one_forward() -> None:
+    """Next turns: each episode continues its own cached history; their rests still share one forward."""
+    policy = HFPolicy(tiny_model_dir())
+    tokenize = policy.tokenizer
+    earlier = []
+    for index, prompt in enumerate(_app_prompts(policy, apps=2, per_app=2)):
+        reply = tokenize(f"<tool_call>looking up item {index} " + "and its details " * (3 + 2 * index))["input_ids"]
+        earlier.append(prompt + reply)
+    policy._prompt_states([[*turn, 0] for turn in earlier])  # caches every earlier turn (all but its last id)
+    follow_ups = [turn + tokenize(f"<|im_end|>\n<|im_start|>user\n<tool_response>result {i}" + " ok" * i
+                                  + "</tool_response><|im_end|>\n<|im_start|>assistant\n")["input_ids"]
+                  for i, turn in enumerate(earlier)]
+    reused_before = policy.prefix_cache.reused_tokens if policy.prefix_cache else 0
+    forwards: list[int] = []
+    hook = policy.model.register_forward_hook(lambda module, args, kwargs_out: forwards.append(1))
+    try:
+        matches = policy._prompt_states(follow_ups)
+    finally:
+        hook.remove()
+    assert len(forwards) == 1  # four rests over four different cached prefixes, one forward
+    assert policy.prefix_cache is not None
+    assert policy.prefix_cache.reused_tokens - reused_before == sum(len(turn) for turn in earlier)
+    alone = HFPolicy(tiny_model_dir(), prefix_cache_tokens=0)
+    for prompt, (reused, entry) in zip(follow_ups, matches, strict=True):
+        assert reused == len(prompt) - 1 and entry is not None
+        assert entry.token_ids.tolist() == prompt[:-1]
+        reference = alone._prompt_states([prompt])[0][1]
+        assert reference is not None
+        for (keys, values), (ref_keys, ref_values) in zip(entry.states, reference.states, strict=True):
+            assert keys.shape == ref_keys.shape
+            assert torch.allclose(keys, ref_keys, atol=1e-4)
+            assert torch.allclose(values, ref_values, atol=1e-4)
+    # and decoding from those states gives what decoding from scratch gives
+    assert [g.completion_ids for g in policy.generate_batch([_request(p) for p in follow_ups])] == [
+        g.completion_ids for g in alone.generate_batch([_request(p) for p in follow_ups])]
+
+
+def _states_match_computing_alone(prompts: list[list[int]], matches: list) -> None:
+    alone = HFPolicy(tiny_model_dir(), prefix_cache_tokens=0)
+    for prompt, (reused, entry) in zip(prompts, matches, strict=True):
+        assert reused == len(prompt) - 1 and entry is not None
+        reference = alone._prompt_states([prompt])[0][1]
+        assert reference is not None
+        for (keys, values), (ref_keys, ref_values) in zip(entry.states, reference.states, strict=True):
+            assert torch.allclose(keys[:, : len(prompt) - 1], ref_keys, atol=1e-4)
+            assert torch.allclose(values[:, : len(prompt) - 1], ref_values, atol=1e-4)
+
+
+def test_fresh_prompts_of_several_apps_take_two_forwards() -> None:
+    """One prompt per app first (its system prompt is then cached), then every other prompt's rest."""
+    policy = HFPolicy(tiny_model_dir())
+    prompts = _app_prompts(policy, apps=3, per_app=3)
+    forwards: list[int] = []
+    hook = policy.model.register_forward_hook(lambda module, args, kwargs_out: forwards.append(1))
+    try:
+        matches = policy._prompt_states(prompts)
+    finally:
+        hook.remove()
+    assert len(forwards) == 2
+    assert policy.prefix_cache is not None and policy.prefix_cache.reused_tokens >= 6 * 40
+    _states_match_computing_alone(prompts, matches)
+
+
+def test_a_prefill_larger_than_a_chunk_is_split_with_the_same_states(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolgym.policy import prefill
+
+    monkeypatch.setattr(prefill, "PREFILL_CHUNK_TOKENS", 24)
+    policy = HFPolicy(tiny_model_dir())
+    prompts = _app_prompts(policy, apps=2, per_app=4)
+    forwards: list[int] = []
+    hook = policy.model.register_forward_hook(lambda module, args, kwargs_out: forwards.append(1))
+    try:
+        matches = policy._prompt_states(prompts)
+    finally:
+        hook.remove()
+    assert len(forwards) > 2
+    _states_match_computing_alone(prompts, matches)

@@ -67,6 +67,7 @@ class _EpisodeRun:
         timeout_s: float,
         done_tool: bool,
         user_simulator: UserSimulator | None,
+        max_format_errors: int | None,
     ) -> None:
         self.task = task
         self.env = env
@@ -79,6 +80,7 @@ class _EpisodeRun:
         self.renderer = renderer
         self.parser = parser if parser is not None else get_parser("hermes")
         self.max_turns = max_turns
+        self.max_format_errors = max_format_errors
         # A model's own context (tokenizer.model_max_length, set by init_tiny) caps the budget, so a
         # long episode stops with "context" instead of a policy error.
         model_limit = getattr(policy.tokenizer, "model_max_length", None)
@@ -310,6 +312,9 @@ class _EpisodeRun:
                 feedback = Message(role=role, content=format_feedback(parsed.errors))
                 new_messages.append(feedback)
                 episode.messages.append(feedback)
+                if self.max_format_errors is not None and episode.format_errors >= self.max_format_errors:
+                    self._stop("truncated", "format_errors")
+                    return
             if not new_messages:  # an answer: no call and nothing malformed
                 if self.user_simulator is None:
                     episode.final_answer = parsed.content
@@ -352,6 +357,7 @@ async def run_episode(
     timeout_s: float = 120.0,
     done_tool: bool = False,
     user_simulator: UserSimulator | None = None,
+    max_format_errors: int | None = None,
 ) -> Episode:
     """Run one episode of `task` in `env` (reset here with the task's env_variables) and verify it.
 
@@ -360,11 +366,13 @@ async def run_episode(
     out of room stops with stop_reason "context". Chat mode leaves context limits to the server.
     Never raises for a broken env, policy, simulator or verifier: those give `status="error"`.
     The caller owns `env` (it is left open, in its final state, for inspection).
+    `max_format_errors` ends the episode once that many malformed tool calls were answered with
+    feedback (None: never; 1: the first malformed call ends it, as TRL's tool loop does).
     """
     run = _EpisodeRun(
         task, env, policy, sampling,
         sample_index=sample_index, renderer=renderer, parser=parser, max_turns=max_turns,
         max_context_tokens=max_context_tokens, timeout_s=timeout_s, done_tool=done_tool,
-        user_simulator=user_simulator,
+        user_simulator=user_simulator, max_format_errors=max_format_errors,
     )
     return await run.run()

@@ -34,6 +34,8 @@ def rollout(
     seed: int | None = typer.Option(None, "--seed", help="Run seed; each episode samples with a seed derived from it."),
     max_turns: int = typer.Option(20, "--max-turns", min=1),
     max_context_tokens: int = typer.Option(4096, "--max-context-tokens", min=1),
+    max_format_errors: int | None = typer.Option(
+        None, "--max-format-errors", min=1, help="end an episode after this many malformed tool calls"),
     timeout: float = typer.Option(120.0, "--timeout", min=0.1, help="Wall clock per episode, seconds."),
     done_tool: bool = typer.Option(False, "--done-tool", help="Give the agent a `done(answer)` tool."),
     user_simulator: str = typer.Option(
@@ -94,6 +96,7 @@ def rollout(
             run_rollout(
                 selected, policy_factory, out_dir=out, samples_per_task=samples_per_task, concurrency=concurrency,
                 sampling=sampling, max_turns=max_turns, max_context_tokens=max_context_tokens, timeout_s=timeout,
+                max_format_errors=max_format_errors,
                 done_tool=done_tool, user_simulator=simulator, tasks_sha256=sha256_file(tasks_path),
                 tasks_path=tasks_path,
                 config={"split": split, "env": env, "limit": limit, "policy_spec": policy, "env_mcp": env_mcp},

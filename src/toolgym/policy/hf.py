@@ -28,17 +28,15 @@ from transformers import (
     StoppingCriteriaList,
 )
 
+from toolgym.policy.attention import layout_attention, layout_masks, plain_full_attention
 from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError
-from toolgym.policy.kv_cache import reserved_cache, supports_reserved_layers
+from toolgym.policy.prefill import PrefillRow, prefill
 from toolgym.policy.prefix_cache import PrefixCache, PrefixEntry
 from toolgym.policy.sampling import RowSampler, RowState, RowStopper, row_generator
 from toolgym.policy.shared_prefix import (
-    MIN_SHARED_TOKENS,
     DecodeBatch,
     GroupedDecodeBatch,
     RowPrompt,
-    decode_attention,
-    mask_mapping,
     new_decode_batch,
     plan_groups,
     worth_sharing,
@@ -117,7 +115,7 @@ class HFPolicy(Policy):
         base.generation_config = GenerationConfig(pad_token_id=self.pad_token_id)
         self.model = model
         # Preallocated decode buffers and reused prompt states need plain full-attention layers.
-        self._reserved_layers = supports_reserved_layers(model.config)
+        self._reserved_layers = plain_full_attention(model.config)
         self.prefix_cache = (
             PrefixCache(prefix_cache_tokens) if prefix_cache_tokens > 0 and self._reserved_layers else None
         )
@@ -261,8 +259,8 @@ class HFPolicy(Policy):
         input_ids = torch.tensor([[p[-1]] for p in prompts], dtype=torch.long, device=self.device)
         positions = torch.tensor([[len(p) - 1] for p in prompts], dtype=torch.long, device=self.device)
         sampler, stopper = RowSampler(rows), RowStopper(rows, self.tokenizer, self.eos_token_ids)
-        masks = mask_mapping(self.model, batch)
-        with torch.inference_mode(), decode_attention(self.model):
+        masks = layout_masks(self.model, batch)
+        with torch.inference_mode(), layout_attention(self.model):
             for step in range(budget):
                 logits = self.model(input_ids=input_ids, position_ids=positions, attention_mask=masks,
                                     past_key_values=batch, use_cache=True).logits[:, -1]
@@ -277,7 +275,7 @@ class HFPolicy(Policy):
                     batch, members, positions = self._compact(batch, members, running, prompts, rows, left)
                     sampler = RowSampler([rows[i] for i in members])
                     stopper = RowStopper([rows[i] for i in members], self.tokenizer, self.eos_token_ids)
-                    masks = mask_mapping(self.model, batch)
+                    masks = layout_masks(self.model, batch)
                     self.compactions += 1
                 # A finished row keeps decoding its last token until the batch ends; its output is already cut.
                 input_ids = torch.tensor([[rows[i].token_ids[-1]] for i in members], dtype=torch.long,
@@ -347,89 +345,56 @@ class HFPolicy(Policy):
         return [self._to_generation(row) for row in rows]
 
     def _prompt_states(self, prompts: list[list[int]]) -> list[tuple[int, PrefixEntry | None]]:
-        """States of every prompt but its last token: the cached prefix plus the rest.
+        """States of every prompt but its last token: the cached prefix plus the rest, in two forwards.
 
-        A prompt with nothing usable cached is computed alone (the fused causal kernel) and stored
-        before the next prompt is looked up, so prompts of one batch that share a system prompt compute
-        it once. Rests that follow the same cached prefix are then computed together, one forward for
-        all of them (right-padded: padding after a row's last token cannot change its states)."""
+        Prompts with nothing usable cached are grouped by shared prefix (an app's system prompt) and
+        one prompt of each group is computed first and stored; then every other prompt looks the cache
+        up again, and all their rests, each after its own cached prefix, are computed in one packed
+        forward (`toolgym.policy.prefill`)."""
         matches: list[tuple[int, PrefixEntry | None]] = [(0, None)] * len(prompts)
-        deferred: dict[int, tuple[int, PrefixEntry]] = {}  # row -> (tokens reused, cached entry)
+        rows: dict[int, PrefillRow] = {}  # prompts that still need states -> what to compute
+        fresh: list[int] = []
         for index, prompt in enumerate(prompts):
-            reused, entry = self.prefix_cache.lookup(prompt, count=False) if self.prefix_cache else (0, None)
-            target = len(prompt) - 1
-            if (target - reused) * RECOMPUTE_RATIO > target:
-                # A short reused prefix is not worth it: queries after a cached prefix need an explicit
-                # mask (the slow attention path), a fresh prompt runs the fused causal kernel.
-                reused, entry = 0, None
-            elif self.prefix_cache is not None:
-                self.prefix_cache.reused_tokens += reused
-            if target == reused:
-                matches[index] = (reused, entry)
-            elif not reused or entry is None:
-                entry = self._extend_states(prompt[:target], 0, None)
-                if self.prefix_cache is not None:
-                    self.prefix_cache.store(prompt[:target], entry.states)
-                matches[index] = (target, entry)
+            row = self._reuse(prompt)
+            if not row.token_ids:  # a one-token prompt: no states before the token that is decoded
+                continue
+            if row.reused == len(row.token_ids):
+                matches[index] = (row.reused, _entry(row))
+            elif row.reused:
+                rows[index] = row
             else:
-                deferred[index] = (reused, entry)
-        rows = sorted(deferred)
-        for group in plan_groups([prompts[i] for i in rows]):
-            members = [rows[i] for i in group.rows]
-            # Rests start where all joined members have cached states: a member whose own cached part
-            # reaches much further (an episode's earlier turns) computes its rest alone instead.
-            common = min(group.prefix_length, *(deferred[i][0] for i in members))
-            joined = [i for i in members if deferred[i][0] - common <= MIN_SHARED_TOKENS]
-            batches = [([i], deferred[i][0], deferred[i][1]) for i in members if i not in joined or len(joined) < 2]
-            if len(joined) >= 2 and common >= MIN_SHARED_TOKENS:
-                batches.append((joined, common, deferred[joined[0]][1]))
-                if self.prefix_cache is not None:  # the reuse counted above, less what is now recomputed
-                    self.prefix_cache.reused_tokens -= sum(deferred[i][0] - common for i in joined)
-            elif len(joined) >= 2:
-                batches += [([i], deferred[i][0], deferred[i][1]) for i in joined]
-            for batch_rows, reused, donor in batches:
-                token_lists = [prompts[i][: len(prompts[i]) - 1] for i in batch_rows]
-                entries = (self._extend_states_together(token_lists, reused, donor) if len(batch_rows) > 1
-                           else [self._extend_states(token_lists[0], reused, donor)])
-                for index, tokens, entry in zip(batch_rows, token_lists, entries, strict=True):
-                    if self.prefix_cache is not None:
-                        self.prefix_cache.store(tokens, entry.states)
-                    matches[index] = (len(tokens), entry)
+                fresh.append(index)
+        leaders = [fresh[group.rows[0]] for group in plan_groups([prompts[i] for i in fresh])]
+        for index, entry in zip(leaders, prefill(self.model, [PrefillRow(prompts[i][:-1]) for i in leaders]),
+                                strict=True):
+            self._keep_states(entry)
+            matches[index] = (len(prompts[index]) - 1, entry)
+        for index in fresh:
+            if index not in leaders:
+                row = self._reuse(prompts[index])
+                if row.reused == len(row.token_ids):  # the same prompt as its group's first
+                    matches[index] = (row.reused, _entry(row))
+                else:
+                    rows[index] = row
+        for index, entry in zip(rows, prefill(self.model, list(rows.values())), strict=True):
+            self._keep_states(entry)
+            matches[index] = (len(prompts[index]) - 1, entry)
         return matches
 
-    def _extend_states(self, token_ids: list[int], reused: int, entry: PrefixEntry | None) -> PrefixEntry:
-        """States of `token_ids`: the first `reused` from `entry`, the rest from one unpadded forward."""
-        cache = reserved_cache(self.model.config, len(token_ids))
-        if reused and entry is not None:
-            for layer, (keys, values) in zip(cache.layers, entry.states, strict=True):
-                layer.update(keys[None, :, :reused], values[None, :, :reused])
-        rest = torch.tensor([token_ids[reused:]], dtype=torch.long, device=self.device)
-        positions = torch.arange(reused, len(token_ids), device=self.device)[None]
-        with torch.inference_mode():
-            self.model(input_ids=rest, position_ids=positions, past_key_values=cache, use_cache=True, logits_to_keep=1)
-        states = [(layer.keys[0].clone(), layer.values[0].clone()) for layer in cache.layers]
-        return PrefixEntry(torch.tensor(token_ids, dtype=torch.long), states)
+    def _reuse(self, prompt: list[int]) -> PrefillRow:
+        """What computing this prompt's states (all but its last token) needs, given the prefix cache."""
+        target = prompt[:-1]
+        reused, entry = self.prefix_cache.lookup(prompt, count=False) if self.prefix_cache else (0, None)
+        if entry is None or (len(target) - reused) * RECOMPUTE_RATIO > len(target):
+            # Reusing a short prefix saves little: one more row in the packed forward costs the same.
+            return PrefillRow(target)
+        if self.prefix_cache is not None:
+            self.prefix_cache.reused_tokens += reused
+        return PrefillRow(target, reused, entry.states)
 
-    def _extend_states_together(self, token_lists: list[list[int]], reused: int, entry: PrefixEntry) -> list[PrefixEntry]:
-        """`_extend_states` for prompts that share their first `reused` tokens: one forward for all rests."""
-        widths = [len(tokens) - reused for tokens in token_lists]
-        cache = reserved_cache(self.model.config, reused + max(widths))
-        for layer, (keys, values) in zip(cache.layers, entry.states, strict=True):
-            layer.update(keys[None, :, :reused].expand(len(token_lists), -1, -1, -1),
-                         values[None, :, :reused].expand(len(token_lists), -1, -1, -1))
-        rest = torch.full((len(token_lists), max(widths)), self.pad_token_id, dtype=torch.long)
-        for row, tokens in enumerate(token_lists):
-            rest[row, : widths[row]] = torch.tensor(tokens[reused:], dtype=torch.long)
-        positions = torch.arange(reused, reused + max(widths), device=self.device)[None].expand(len(token_lists), -1)
-        with torch.inference_mode():
-            self.model(input_ids=rest.to(self.device), position_ids=positions, past_key_values=cache, use_cache=True,
-                       logits_to_keep=1)
-        return [
-            PrefixEntry(torch.tensor(tokens, dtype=torch.long),
-                        [(layer.keys[row, :, : len(tokens)].clone(), layer.values[row, :, : len(tokens)].clone())
-                         for layer in cache.layers])
-            for row, tokens in enumerate(token_lists)
-        ]
+    def _keep_states(self, entry: PrefixEntry) -> None:
+        if self.prefix_cache is not None:
+            self.prefix_cache.store(entry.token_ids.tolist(), entry.states)
 
     def _to_generation(self, row: RowState) -> Generation:
         """Ids up to and including the stop token; `text` keeps stop strings but not a final eos."""
@@ -451,6 +416,12 @@ class HFPolicy(Policy):
                 await self._batcher
         self._batcher = None
         self._executor.shutdown(wait=True)
+
+
+def _entry(row: PrefillRow) -> PrefixEntry:
+    """A row whose states are all cached already."""
+    assert row.cached is not None
+    return PrefixEntry(torch.tensor(row.token_ids, dtype=torch.long), row.cached)
 
 
 def _eos_token_ids(tokenizer: Any, model: Any) -> set[int]:

@@ -10,25 +10,20 @@ sharing (one row, say) keeps one left-padded row per prompt and the fused SDPA k
 (`PaddedDecodeBatch`).
 
 A `DecodeBatch` is passed to the model as both the cache (`update` stores each step's key/value)
-and the attention mask (the registered attention function finds the layout in it);
-`decode_attention` switches the model to that function for the decode loop only.
+and the attention mask, an `AttentionLayout` (see `toolgym.policy.attention`).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-from transformers import AttentionInterface
-from transformers.integrations.sdpa_attention import sdpa_attention_forward
-from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
+from toolgym.policy.attention import AttentionLayout
 from toolgym.policy.prefix_cache import LayerStates, common_prefix_length
 
-ATTENTION_NAME = "toolgym_shared_prefix"
 # Rows share a prefix only if it is at least this long: shorter ones save less than the gathers cost.
 MIN_SHARED_TOKENS = 32
 
@@ -80,7 +75,7 @@ def worth_sharing(groups: list[Group], lengths: Sequence[int]) -> bool:
     return len(groups) * widest_group < len(lengths) * (max(lengths) - 1)
 
 
-class DecodeBatch:
+class DecodeBatch(AttentionLayout):
     """The states of a decode batch, written one token per row per step, and attention over them."""
 
     steps: int  # tokens decoded so far (each row has been fed this many since its prompt)
@@ -106,6 +101,10 @@ class DecodeBatch:
 
     def _write(self, layer: int, keys: torch.Tensor, values: torch.Tensor) -> None:
         raise NotImplementedError
+
+    def attention(self, layer: int, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                  scaling: float) -> torch.Tensor:
+        return self.attend(layer, query, scaling)  # this step's key/value are already stored (`update`)
 
     def attend(self, layer: int, query: torch.Tensor, scaling: float) -> torch.Tensor:
         """Attention of one query token per row over all its states: [rows, 1, heads, dim]."""
@@ -283,38 +282,3 @@ class GroupedDecodeBatch(DecodeBatch):
              torch.cat([values[group, :, span] for span in spans], dim=1))
             for keys, values in zip(self.keys, self.values, strict=True)
         ]
-
-
-def _shared_prefix_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                             attention_mask: Any, scaling: float | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
-    """The registered attention: a DecodeBatch mask runs its `attend`; anything else (another thread's
-    forward while a decode loop runs) goes to the implementation the model was configured with."""
-    if isinstance(attention_mask, DecodeBatch):
-        scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-        return attention_mask.attend(module.layer_idx, query, scale), None
-    previous = _configured.get(id(getattr(module, "config", None)), "sdpa")
-    fallback = ALL_ATTENTION_FUNCTIONS.get_interface(previous, sdpa_attention_forward)
-    return fallback(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
-
-
-AttentionInterface.register(ATTENTION_NAME, _shared_prefix_attention)
-_configured: dict[int, str] = {}  # id(config) -> the attention implementation it had before `decode_attention`
-
-
-@contextlib.contextmanager
-def decode_attention(model: Any) -> Iterator[None]:
-    """Run the model's attention through `_shared_prefix_attention` inside the block, then restore it."""
-    config = model.config
-    previous = config._attn_implementation
-    _configured[id(config)] = previous if previous != ATTENTION_NAME else "sdpa"
-    config._attn_implementation = ATTENTION_NAME
-    try:
-        yield
-    finally:
-        config._attn_implementation = previous
-
-
-def mask_mapping(model: Any, batch: DecodeBatch) -> dict[str, DecodeBatch]:
-    """The per-layer-type mask dict the model accepts as-is (it then builds no mask of its own)."""
-    layer_types = getattr(model.config, "layer_types", None) or ["full_attention"]
-    return {layer_type: batch for layer_type in set(layer_types)}

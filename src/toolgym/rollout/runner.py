@@ -170,6 +170,7 @@ async def run_rollout(
     timeout_s: float = 120.0,
     done_tool: bool = False,
     user_simulator: UserSimulator | None = None,
+    max_format_errors: int | None = None,
     renderer: Renderer | None = None,
     parser: ToolCallParser | None = None,
     env_factory: Callable[[str], Environment] = make_env,
@@ -215,6 +216,7 @@ async def run_rollout(
                 "timeout_s": timeout_s,
                 "done_tool": done_tool,
                 "user_simulator": getattr(user_simulator, "name", None),
+                **({"max_format_errors": max_format_errors} if max_format_errors is not None else {}),
                 "task_count": len(tasks),
                 **(config or {}),
             },
@@ -241,6 +243,7 @@ async def run_rollout(
             "timeout_s": timeout_s,
             "done_tool": done_tool,
             "user_simulator": user_simulator,
+            "max_format_errors": max_format_errors,
         }
         task_total = len(pending)
         with JsonlWriter(results_path) as writer, _progress(console, progress) as bar:

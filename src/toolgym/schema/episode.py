@@ -27,7 +27,7 @@ StopReason = Literal[
     "user_stop",
     "user_transfer",
     "user_out_of_scope",
-    "too_many_errors",
+    "format_errors",  # max_format_errors malformed tool calls
     "error",
 ]
 

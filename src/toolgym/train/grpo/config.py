@@ -61,6 +61,8 @@ class SamplingSettings(_Section):
     max_context_tokens: int = Field(4096, ge=16)
     timeout_s: float = Field(120.0, gt=0)
     done_tool: bool = False
+    # End an episode after this many malformed tool calls (None: answer each with feedback and go on).
+    max_format_errors: int | None = Field(None, ge=1)
 
 
 class RewardSettings(_Section):

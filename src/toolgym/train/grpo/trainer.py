@@ -254,6 +254,7 @@ class _Run:
         self.episode_kwargs: dict[str, Any] = {
             "max_turns": sampling.max_turns, "max_context_tokens": sampling.max_context_tokens,
             "timeout_s": sampling.timeout_s, "done_tool": sampling.done_tool,
+            "max_format_errors": sampling.max_format_errors,
         }
         self.pool = RolloutPool(self.policy, slots=slots, env_factory=self.env_factory,
                                 episode_kwargs=self.episode_kwargs)
