@@ -4,7 +4,9 @@ One step = 8 train tasks × 8 episodes of multi-turn tool use, the same tiny Qwe
 (with Qwen3's chat template, which TRL's tool parser knows), the same prompts (toolgym's "full" style:
 tool schemas rendered by the template), the same sampling (temperature 1), no KL, one optimizer step.
 Both sides use the same number of torch threads and fp32. The first step of each side is warm-up and
-is not counted.
+is not counted. The same episode semantics too: TRL's tool loop ends an episode at the first turn
+without a parseable tool call, so toolgym runs with `max_format_errors: 1` (`--max-format-errors 0`
+measures toolgym's default instead, where a malformed call gets feedback and another turn).
 
     python bench/grpo_step.py                       # builds and caches the bench model first (~minutes)
     python bench/grpo_step.py --steps 3 --threads 2 --out /tmp/grpo_step.json
@@ -156,7 +158,8 @@ def prepare_model(bench: Suite, threads: int) -> Path:
 # -- toolgym ----------------------------------------------------------------------------------------------
 
 
-def run_toolgym(bench: Suite, model: Path, tasks: list[Any], steps: int, threads: int, work: Path) -> dict[str, Any]:
+def run_toolgym(bench: Suite, model: Path, tasks: list[Any], steps: int, threads: int, work: Path,
+                max_format_errors: int | None) -> dict[str, Any]:
     from toolgym.schema.jsonl import write_jsonl
     from toolgym.train.grpo.config import grpo_config_from_dict
     from toolgym.train.grpo.trainer import run_grpo
@@ -167,7 +170,7 @@ def run_toolgym(bench: Suite, model: Path, tasks: list[Any], steps: int, threads
         "tasks_per_step": TASKS_PER_STEP, "samples_per_task": SAMPLES_PER_TASK, "threads": threads,
         # TRL has no per-episode clock: give toolgym's one hour, so a loaded machine truncates nothing.
         "sampling": {"temperature": 1.0, "max_new_tokens": MAX_NEW_TOKENS, "max_turns": MAX_TURNS,
-                     "max_context_tokens": 8192, "timeout_s": 3600},
+                     "max_context_tokens": 8192, "timeout_s": 3600, "max_format_errors": max_format_errors},
         "optim": {"lr": 1e-5, "precision": "fp32", "batch_tokens": 8 * 4096},
         "curriculum": {"enabled": False}, "eval": {"enabled": False}, "checkpoint": {"save_every": 10_000},
     })
@@ -183,6 +186,8 @@ def run_toolgym(bench: Suite, model: Path, tasks: list[Any], steps: int, threads
         "completion_tokens_per_episode": [r["response_tokens_mean"] for r in rows],
         "success_rate": [r["success_rate"] for r in rows],
         "groups_with_signal": [r["groups_with_signal"] for r in rows],
+        "format_errors_per_episode": [r["format_errors_per_episode"] for r in rows],
+        "max_format_errors": max_format_errors,
     }
 
 
@@ -342,6 +347,10 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=None, help="model folder (default: build the bench model)")
     parser.add_argument("--out", type=Path, default=None, help="write the numbers as JSON here")
     parser.add_argument("--only", choices=["toolgym", "trl"], default=None)
+    parser.add_argument("--max-format-errors", type=int, default=1,
+                        help="toolgym ends an episode after this many malformed tool calls; 1 (default) is TRL's "
+                             "semantics: its tool loop ends an episode at the first turn without a parseable call. "
+                             "0: toolgym's own default, answer each malformed call with feedback and go on")
     parser.add_argument("--suite", choices=["notes", "code_host"], default="notes",
                         help="notes: a 3-tool app, short prompts; code_host: a real app, ~2,700-token prompts")
     args = parser.parse_args()
@@ -365,11 +374,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="toolgym-bench-grpo-") as tmp:
         work = Path(tmp)
         if args.only in (None, "toolgym"):
-            results["toolgym"] = run_toolgym(bench, model, tasks, args.steps, args.threads, work)
+            results["toolgym"] = run_toolgym(bench, model, tasks, args.steps, args.threads, work,
+                                             args.max_format_errors or None)
         if args.only in (None, "trl"):
             results["trl"] = run_trl(bench, model, tasks, args.steps, args.threads, work)
     lines = [f"GRPO step: {TASKS_PER_STEP} tasks × {SAMPLES_PER_TASK} episodes, ≤ {MAX_TURNS} turns, suite "
-             f"{bench.name}, {args.threads} threads, TRL {trl.__version__}, torch {torch.__version__}"]
+             f"{bench.name}, {args.threads} threads, TRL {trl.__version__}, torch {torch.__version__}; toolgym "
+             + (f"ends an episode after {args.max_format_errors} malformed call(s)" if args.max_format_errors
+                else "answers malformed calls with feedback (more turns than TRL)")]
     for side in ("toolgym", "trl"):
         if side in results:
             numbers = results[side]
@@ -387,6 +399,14 @@ def main() -> None:
         ratio = results["toolgym"]["seconds_per_step"] / results["trl"]["seconds_per_step"]
         results["ratio_toolgym_over_trl"] = ratio
         lines.append(f"  ratio toolgym / TRL = {ratio:.2f}× (target ≤ 0.5×)")
+        tokens = {side: statistics.median(results[side]["completion_tokens_per_episode"][1:]
+                                          or results[side]["completion_tokens_per_episode"])
+                  for side in ("toolgym", "trl")}
+        if tokens["toolgym"] and tokens["trl"]:
+            per_token = ratio * tokens["trl"] / tokens["toolgym"]
+            results["ratio_per_completion_token"] = per_token
+            lines.append(f"  per completion token: {per_token:.2f}× (toolgym {tokens['toolgym']:.0f}, "
+                         f"TRL {tokens['trl']:.0f} tokens/episode)")
     print("\n".join(lines))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
