@@ -45,6 +45,11 @@ def test_group_advantages_by_hand() -> None:
     std = math.sqrt(sum((r - mean) ** 2 for r in shaped) / 2)
     assert group_advantages(shaped, eps=0.0) == pytest.approx([(r - mean) / std for r in shaped])
     assert group_advantages([1.0]) == [0.0]
+    # positive-only: what beat the group mean keeps its advantage, the rest get 0
+    assert group_advantages([1.0, 0.0, 0.0, 0.0], std_normalize=False, positive_only=True) == pytest.approx(
+        [0.75, 0.0, 0.0, 0.0])
+    assert group_advantages([1.0, 0.0, 0.0, 1.0], eps=0.0, positive_only=True) == pytest.approx(
+        [0.866025, 0.0, 0.0, 0.866025], abs=1e-6)
 
 
 def _episode(task_id: str, reward: float, partial: float = 0.0, status: str = "ok", env: str = "booking",

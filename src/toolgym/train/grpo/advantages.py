@@ -23,20 +23,23 @@ def shaped_reward(task_reward: float, partial_score: float, alpha: float) -> flo
     return task_reward + alpha * partial_score
 
 
-def group_advantages(rewards: Sequence[float], std_normalize: bool = True, eps: float = 1e-6) -> list[float]:
+def group_advantages(rewards: Sequence[float], std_normalize: bool = True, eps: float = 1e-6,
+                     positive_only: bool = False) -> list[float]:
     """(r - mean) / (std + eps) with the sample std (n - 1), or just r - mean (Dr. GRPO).
 
-    Callers skip groups of < 2 rewards or zero variance (`build_groups`); here they give zeros.
+    `positive_only` zeroes the negative ones: episodes above their group's mean are reinforced, the
+    rest are left alone (rejection sampling with the group mean as baseline). Callers skip groups of
+    < 2 rewards or zero variance (`build_groups`); here they give zeros.
     """
     n = len(rewards)
     if n < MIN_GROUP_SIZE:
         return [0.0] * n
     mean = sum(rewards) / n
     centred = [r - mean for r in rewards]
-    if not std_normalize:
-        return centred
-    std = math.sqrt(sum(c * c for c in centred) / (n - 1))
-    return [c / (std + eps) for c in centred]
+    if std_normalize:
+        std = math.sqrt(sum(c * c for c in centred) / (n - 1))
+        centred = [c / (std + eps) for c in centred]
+    return [max(c, 0.0) for c in centred] if positive_only else centred
 
 
 @dataclass
@@ -71,6 +74,7 @@ class GroupStats:
 
 
 def build_groups(episodes: Sequence[Episode], alpha_for_env: Callable[[str], float], *, std_normalize: bool = True,
+                 positive_only: bool = False,
                  reward_fn: Callable[[Episode], float] | None = None) -> tuple[list[Group], GroupStats]:
     """Group episodes by task (first-seen order), drop errored ones, compute shaped rewards and advantages.
 
@@ -104,7 +108,7 @@ def build_groups(episodes: Sequence[Episode], alpha_for_env: Callable[[str], flo
             group.reason = "zero_variance"
             stats.groups_zero_variance += 1
         else:
-            group.advantages = group_advantages(rewards, std_normalize)
+            group.advantages = group_advantages(rewards, std_normalize, positive_only=positive_only)
             stats.groups_with_signal += 1
         groups.append(group)
     return groups, stats

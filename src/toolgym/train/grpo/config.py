@@ -77,6 +77,7 @@ class RewardSettings(_Section):
 
 class AdvantageSettings(_Section):
     std_normalize: bool = True  # false: Dr. GRPO's mean-centred advantages
+    positive_only: bool = False  # true: below-mean episodes get 0 (only what beat its group is reinforced)
 
 
 class LossSettings(_Section):

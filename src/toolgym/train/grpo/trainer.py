@@ -342,7 +342,8 @@ class _Run:
             write_jsonl(self.out / ROLLOUTS_DIR / f"step-{step + 1}.jsonl",
                         [episode_to_row(e, task_of.get(e.task_id)) for e in episodes])
         groups, group_stats = build_groups(episodes, config.reward.alpha_for,
-                                           std_normalize=config.advantage.std_normalize, reward_fn=self.reward_fn)
+                                           std_normalize=config.advantage.std_normalize,
+                                           positive_only=config.advantage.positive_only, reward_fn=self.reward_fn)
         for group in groups:
             self.curriculum.record(group.task_id, len(group.episodes), sum(e.succeeded for e in group.episodes))
         rewards = [r for g in groups for r in g.rewards]
