@@ -5,6 +5,8 @@ the mask it is given: an `AttentionLayout` (a decode batch, a packed prefill) co
 itself from its own states; anything else (another thread's forward, say) goes to the
 implementation the model was configured with. `layout_attention` switches a model to it for a
 block; `layout_masks` passes a layout where the model expects its per-layer-type masks.
+Layouts compute in the dtype of the states they keep, never under autocast: their shapes change
+every step, and on CPU each new shape a bf16 kernel sees stays cached for the life of the process.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ def _layout_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.T
                       attention_mask: Any, scaling: float | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
     if isinstance(attention_mask, AttentionLayout):
         scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-        return attention_mask.attention(module.layer_idx, query, key, value, scale), None
+        with torch.autocast(query.device.type, enabled=False):
+            return attention_mask.attention(module.layer_idx, query, key, value, scale), None
     previous = _configured.get(id(getattr(module, "config", None)), "sdpa")
     fallback = ALL_ATTENTION_FUNCTIONS.get_interface(previous, sdpa_attention_forward)
     return fallback(module, query, key, value, attention_mask, scaling=scaling, **kwargs)

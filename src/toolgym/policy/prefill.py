@@ -39,8 +39,8 @@ class PackedPrefill(AttentionLayout):
     While the model runs, each layer's attention appends every row's complete states (cached, then
     new) to `states`, so the forward leaves behind exactly what the prefix cache stores."""
 
-    def __init__(self, rows: list[PrefillRow]) -> None:
-        self.rows = rows
+    def __init__(self, rows: list[PrefillRow], dtype: torch.dtype) -> None:
+        self.rows, self.dtype = rows, dtype  # states are kept in `dtype` (the model's weights' dtype)
         self.spans: list[tuple[int, int]] = []
         self.masks: list[torch.Tensor | None] = []
         offset = 0
@@ -59,18 +59,18 @@ class PackedPrefill(AttentionLayout):
         output = query.new_empty((1, self.tokens, query.shape[1], query.shape[-1]))
         for index, row in enumerate(self.rows):
             start, end = self.spans[index]
-            keys, values = key[0, :, start:end], value[0, :, start:end]
+            keys, values = key[0, :, start:end].to(self.dtype), value[0, :, start:end].to(self.dtype)
             if row.reused and row.cached is not None:
                 cached_keys, cached_values = row.cached[layer]
-                keys = torch.cat([cached_keys[:, : row.reused], keys.to(cached_keys.dtype)], dim=1)
-                values = torch.cat([cached_values[:, : row.reused], values.to(cached_values.dtype)], dim=1)
+                keys = torch.cat([cached_keys[:, : row.reused].to(self.dtype), keys], dim=1)
+                values = torch.cat([cached_values[:, : row.reused].to(self.dtype), values], dim=1)
             self.states[index].append((keys, values))
             mask = self.masks[index]
             out = torch.nn.functional.scaled_dot_product_attention(
-                query[:, :, start:end], keys[None].to(query.dtype), values[None].to(query.dtype),
+                query[:, :, start:end].to(keys.dtype), keys[None], values[None],
                 attn_mask=None if mask is None else mask.to(query.device), is_causal=mask is None, scale=scaling,
                 enable_gqa=True)
-            output[0, start:end] = out[0].transpose(0, 1)
+            output[0, start:end] = out[0].transpose(0, 1).to(output.dtype)
         return output
 
 
@@ -78,8 +78,9 @@ def prefill(model: Any, rows: list[PrefillRow]) -> list[PrefixEntry]:
     """States of every row's tokens, the rests computed in packed forwards of at most PREFILL_CHUNK_TOKENS."""
     entries: list[PrefixEntry | None] = [None] * len(rows)
     for chunk in _chunks([len(r.token_ids) - r.reused for r in rows]):
-        layout = PackedPrefill([rows[i] for i in chunk])
-        device = model.get_input_embeddings().weight.device
+        weight = model.get_input_embeddings().weight
+        layout = PackedPrefill([rows[i] for i in chunk], weight.dtype)
+        device = weight.device
         input_ids = torch.tensor([[t for i in chunk for t in rows[i].token_ids[rows[i].reused:]]], dtype=torch.long)
         positions = torch.tensor([[p for i in chunk for p in range(rows[i].reused, len(rows[i].token_ids))]],
                                  dtype=torch.long)

@@ -78,6 +78,8 @@ def worth_sharing(groups: list[Group], lengths: Sequence[int]) -> bool:
 class DecodeBatch(AttentionLayout):
     """The states of a decode batch, written one token per row per step, and attention over them."""
 
+    keys: list[torch.Tensor]  # per layer, in the dtype the prompt states came in
+
     steps: int  # tokens decoded so far (each row has been fed this many since its prompt)
     budget: int  # the most steps the buffers hold
 
@@ -104,7 +106,9 @@ class DecodeBatch(AttentionLayout):
 
     def attention(self, layer: int, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                   scaling: float) -> torch.Tensor:
-        return self.attend(layer, query, scaling)  # this step's key/value are already stored (`update`)
+        # This step's key/value are already stored (`update`); the math runs in the states' dtype.
+        states_dtype = self.keys[layer].dtype
+        return self.attend(layer, query.to(states_dtype), scaling).to(query.dtype)
 
     def attend(self, layer: int, query: torch.Tensor, scaling: float) -> torch.Tensor:
         """Attention of one query token per row over all its states: [rows, 1, heads, dim]."""
@@ -151,8 +155,8 @@ class PaddedDecodeBatch(DecodeBatch):
         self.padded = any(width != self.start for width in self.history)
 
     def _write(self, layer: int, keys: torch.Tensor, values: torch.Tensor) -> None:
-        self.keys[layer][:, :, self.start + self.steps] = keys
-        self.values[layer][:, :, self.start + self.steps] = values
+        self.keys[layer][:, :, self.start + self.steps] = keys.to(self.keys[layer].dtype)
+        self.values[layer][:, :, self.start + self.steps] = values.to(self.values[layer].dtype)
 
     def attend(self, layer: int, query: torch.Tensor, scaling: float) -> torch.Tensor:
         batch, heads, _, dim = query.shape
