@@ -114,10 +114,10 @@ class HFPolicy(Policy):
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         base.generation_config = GenerationConfig(pad_token_id=self.pad_token_id)
         self.model = model
-        # Preallocated decode buffers and reused prompt states need plain full-attention layers.
-        self._reserved_layers = plain_full_attention(model.config)
+        # Our decode and prefill layouts and reused prompt states need plain full-attention layers.
+        self._plain_attention = plain_full_attention(model.config)
         self.prefix_cache = (
-            PrefixCache(prefix_cache_tokens) if prefix_cache_tokens > 0 and self._reserved_layers else None
+            PrefixCache(prefix_cache_tokens) if prefix_cache_tokens > 0 and self._plain_attention else None
         )
         self.max_context = int(getattr(model.config, "max_position_embeddings", 0) or 0)
         self.vocab_size = int(model.get_input_embeddings().weight.shape[0])
@@ -229,7 +229,7 @@ class HFPolicy(Policy):
                 room = self.max_context - len(prompt)
                 if row.sampling.max_new_tokens > room:
                     row.sampling = replace(row.sampling, max_new_tokens=max(room, 1))
-        if self._reserved_layers:
+        if self._plain_attention:
             generations = self._decode(prompts, rows)
         else:
             generations = self._generate_padded(prompts, rows)
@@ -369,8 +369,9 @@ class HFPolicy(Policy):
                                 strict=True):
             self._keep_states(entry)
             matches[index] = (len(prompts[index]) - 1, entry)
+        led = set(leaders)
         for index in fresh:
-            if index not in leaders:
+            if index not in led:
                 row = self._reuse(prompts[index])
                 if row.reused == len(row.token_ids):  # the same prompt as its group's first
                     matches[index] = (row.reused, _entry(row))
