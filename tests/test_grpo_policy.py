@@ -42,8 +42,8 @@ def test_weights_changed_drops_stale_prompt_states() -> None:
 
 
 def test_sampling_under_bf16_autocast_with_shared_system_prompt() -> None:
-    """GRPO samples under the trainer's bf16 autocast: decoded steps come out bf16 while prompt states
-    are fp32, and writing them into the grouped (shared-prefix) cache must not fail."""
+    """GRPO samples under the trainer's bf16 autocast: decoded steps come out bf16, yet prompt states are
+    kept (and attended) in fp32, the weights' dtype, over next turns too, so a batch never mixes dtypes."""
     model = load_model(tiny_model_dir())
     tokenizer = load_tokenizer(tiny_model_dir())
     policy = SharedModelPolicy(model, tokenizer, name="grpo:bf16", autocast_dtype=torch.bfloat16)
@@ -56,23 +56,10 @@ def test_sampling_under_bf16_autocast_with_shared_system_prompt() -> None:
     for generation in generations:
         assert generation.completion_ids and len(generation.logprobs) == len(generation.completion_ids)
         assert all(lp <= 0.0 for lp in generation.logprobs)
-
-
-def test_under_bf16_autocast_prompt_states_stay_in_the_weights_dtype() -> None:
-    """Next turns under autocast: cached and new states are kept (and attended) in fp32, the weights' dtype,
-    so a multi-turn batch never mixes dtypes and never runs our attention in bf16."""
-    model = load_model(tiny_model_dir())
-    tokenizer = load_tokenizer(tiny_model_dir())
-    policy = SharedModelPolicy(model, tokenizer, name="grpo:bf16", autocast_dtype=torch.bfloat16)
-    system = tokenizer("<|im_start|>system\nYou run the notes app: list, read, write notes. " * 6 + "<|im_end|>\n")
-    prompts = [system["input_ids"] + tokenizer(f"<|im_start|>user\nTask {i}<|im_end|>\n<|im_start|>assistant\n")
-               ["input_ids"] for i in range(4)]
-    sampling = SamplingParams(temperature=1.0, max_new_tokens=8, seed=3)
-    first = policy.generate_batch([GenerationRequest(sampling, prompt_ids=p) for p in prompts])
     follow_ups = [p + g.completion_ids + tokenizer("<|im_start|>user\nok<|im_end|>\n<|im_start|>assistant\n")
-                  ["input_ids"] for p, g in zip(prompts, first, strict=True)]
-    second = policy.generate_batch([GenerationRequest(sampling, prompt_ids=p) for p in follow_ups])
-    assert all(g.completion_ids for g in second)
+                  ["input_ids"] for p, g in zip(prompts, generations, strict=True)]
+    assert all(g.completion_ids for g in policy.generate_batch([GenerationRequest(sampling, prompt_ids=p)
+                                                                for p in follow_ups]))
     assert policy.prefix_cache is not None and policy.prefix_cache.entries
     for entry in policy.prefix_cache.entries.values():
         assert all(keys.dtype == torch.float32 and values.dtype == torch.float32 for keys, values in entry.states)

@@ -192,21 +192,9 @@ def test_rests_after_one_cached_prefix_are_computed_in_one_forward() -> None:
     policy = HFPolicy(tiny_model_dir())
     prompts = _app_prompts(policy, apps=1, per_app=4)
     policy.generate_batch([_request(prompts[0], SamplingParams(temperature=0.0, max_new_tokens=2))])
-    forwards: list[int] = []
-    hook = policy.model.register_forward_hook(lambda module, args, kwargs_out: forwards.append(1))
-    try:
-        matches = policy._prompt_states(prompts[1:])
-    finally:
-        hook.remove()
-    assert len(forwards) == 1  # three rests, one forward
-    alone = HFPolicy(tiny_model_dir(), prefix_cache_tokens=0)
-    for prompt, (reused, entry) in zip(prompts[1:], matches, strict=True):
-        assert reused == len(prompt) - 1 and entry is not None
-        reference = alone._prompt_states([prompt])[0][1]
-        assert reference is not None
-        for (keys, values), (ref_keys, ref_values) in zip(entry.states, reference.states, strict=True):
-            assert torch.allclose(keys[:, : len(prompt) - 1], ref_keys, atol=1e-4)
-            assert torch.allclose(values[:, : len(prompt) - 1], ref_values, atol=1e-4)
+    matches, forwards = _prompt_states_counting_forwards(policy, prompts[1:])
+    assert forwards == 1  # three rests, one forward
+    _states_match_computing_alone(prompts[1:], matches)
 
 
 @pytest.mark.parametrize("apps,per_app", [(2, 3), (1, 1)])
@@ -247,13 +235,8 @@ def test_rests_after_each_rows_own_cached_prefix_are_computed_in_one_forward() -
                                   + "</tool_response><|im_end|>\n<|im_start|>assistant\n")["input_ids"]
                   for i, turn in enumerate(earlier)]
     reused_before = policy.prefix_cache.reused_tokens if policy.prefix_cache else 0
-    forwards: list[int] = []
-    hook = policy.model.register_forward_hook(lambda module, args, kwargs_out: forwards.append(1))
-    try:
-        matches = policy._prompt_states(follow_ups)
-    finally:
-        hook.remove()
-    assert len(forwards) == 1  # four rests over four different cached prefixes, one forward
+    matches, forwards = _prompt_states_counting_forwards(policy, follow_ups)
+    assert forwards == 1  # four rests over four different cached prefixes, one forward
     assert policy.prefix_cache is not None
     assert policy.prefix_cache.reused_tokens - reused_before == sum(len(turn) for turn in earlier)
     alone = HFPolicy(tiny_model_dir(), prefix_cache_tokens=0)
@@ -271,6 +254,15 @@ def test_rests_after_each_rows_own_cached_prefix_are_computed_in_one_forward() -
         g.completion_ids for g in alone.generate_batch([_request(p) for p in follow_ups])]
 
 
+def _prompt_states_counting_forwards(policy: HFPolicy, prompts: list[list[int]]) -> tuple[list, int]:
+    forwards: list[int] = []
+    hook = policy.model.register_forward_hook(lambda module, args, kwargs_out: forwards.append(1))
+    try:
+        return policy._prompt_states(prompts), len(forwards)
+    finally:
+        hook.remove()
+
+
 def _states_match_computing_alone(prompts: list[list[int]], matches: list) -> None:
     alone = HFPolicy(tiny_model_dir(), prefix_cache_tokens=0)
     for prompt, (reused, entry) in zip(prompts, matches, strict=True):
@@ -286,13 +278,8 @@ def test_fresh_prompts_of_several_apps_take_two_forwards() -> None:
     """One prompt per app first (its system prompt is then cached), then every other prompt's rest."""
     policy = HFPolicy(tiny_model_dir())
     prompts = _app_prompts(policy, apps=3, per_app=3)
-    forwards: list[int] = []
-    hook = policy.model.register_forward_hook(lambda module, args, kwargs_out: forwards.append(1))
-    try:
-        matches = policy._prompt_states(prompts)
-    finally:
-        hook.remove()
-    assert len(forwards) == 2
+    matches, forwards = _prompt_states_counting_forwards(policy, prompts)
+    assert forwards == 2
     assert policy.prefix_cache is not None and policy.prefix_cache.reused_tokens >= 6 * 40
     _states_match_computing_alone(prompts, matches)
 
@@ -303,11 +290,6 @@ def test_a_prefill_larger_than_a_chunk_is_split_with_the_same_states(monkeypatch
     monkeypatch.setattr(prefill, "PREFILL_CHUNK_TOKENS", 24)
     policy = HFPolicy(tiny_model_dir())
     prompts = _app_prompts(policy, apps=2, per_app=4)
-    forwards: list[int] = []
-    hook = policy.model.register_forward_hook(lambda module, args, kwargs_out: forwards.append(1))
-    try:
-        matches = policy._prompt_states(prompts)
-    finally:
-        hook.remove()
-    assert len(forwards) > 2
+    matches, forwards = _prompt_states_counting_forwards(policy, prompts)
+    assert forwards > 2
     _states_match_computing_alone(prompts, matches)
