@@ -399,9 +399,7 @@ def main() -> None:
         ratio = results["toolgym"]["seconds_per_step"] / results["trl"]["seconds_per_step"]
         results["ratio_toolgym_over_trl"] = ratio
         lines.append(f"  ratio toolgym / TRL = {ratio:.2f}× (target ≤ 0.5×)")
-        tokens = {side: statistics.median(results[side]["completion_tokens_per_episode"][1:]
-                                          or results[side]["completion_tokens_per_episode"])
-                  for side in ("toolgym", "trl")}
+        tokens = {side: _measured(results[side]["completion_tokens_per_episode"]) for side in ("toolgym", "trl")}
         if tokens["toolgym"] and tokens["trl"]:
             per_token = ratio * tokens["trl"] / tokens["toolgym"]
             results["ratio_per_completion_token"] = per_token

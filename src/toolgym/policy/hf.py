@@ -364,23 +364,24 @@ class HFPolicy(Policy):
                 rows[index] = row
             else:
                 fresh.append(index)
-        leaders = [fresh[group.rows[0]] for group in plan_groups([prompts[i] for i in fresh])]
-        for index, entry in zip(leaders, prefill(self.model, [PrefillRow(prompts[i][:-1]) for i in leaders]),
-                                strict=True):
-            self._keep_states(entry)
-            matches[index] = (len(prompts[index]) - 1, entry)
-        led = set(leaders)
+        leaders = {fresh[group.rows[0]] for group in plan_groups([prompts[i] for i in fresh])}
+        self._compute({i: PrefillRow(prompts[i][:-1]) for i in sorted(leaders)}, matches)
         for index in fresh:
-            if index not in led:
+            if index not in leaders:
                 row = self._reuse(prompts[index])
                 if row.reused == len(row.token_ids):  # the same prompt as its group's first
                     matches[index] = (row.reused, _entry(row))
                 else:
                     rows[index] = row
-        for index, entry in zip(rows, prefill(self.model, list(rows.values())), strict=True):
-            self._keep_states(entry)
-            matches[index] = (len(prompts[index]) - 1, entry)
+        self._compute(rows, matches)
         return matches
+
+    def _compute(self, rows: dict[int, PrefillRow], matches: list[tuple[int, PrefixEntry | None]]) -> None:
+        """Prefill `rows` (prompt index -> what to compute), keep their states, and record them in `matches`."""
+        for index, entry in zip(rows, prefill(self.model, list(rows.values())), strict=True):
+            if self.prefix_cache is not None:
+                self.prefix_cache.store(entry.token_ids, entry.states)
+            matches[index] = (entry.length, entry)
 
     def _reuse(self, prompt: list[int]) -> PrefillRow:
         """What computing this prompt's states (all but its last token) needs, given the prefix cache."""
@@ -392,10 +393,6 @@ class HFPolicy(Policy):
         if self.prefix_cache is not None:
             self.prefix_cache.reused_tokens += reused
         return PrefillRow(target, reused, entry.states)
-
-    def _keep_states(self, entry: PrefixEntry) -> None:
-        if self.prefix_cache is not None:
-            self.prefix_cache.store(entry.token_ids.tolist(), entry.states)
 
     def _to_generation(self, row: RowState) -> Generation:
         """Ids up to and including the stop token; `text` keeps stop strings but not a final eos."""

@@ -39,7 +39,7 @@ class PackedPrefill(AttentionLayout):
     While the model runs, each layer's attention appends every row's complete states (cached, then
     new) to `states`, so the forward leaves behind exactly what the prefix cache stores."""
 
-    def __init__(self, rows: list[PrefillRow], dtype: torch.dtype) -> None:
+    def __init__(self, rows: list[PrefillRow], dtype: torch.dtype, device: torch.device) -> None:
         self.rows, self.dtype = rows, dtype  # states are kept in `dtype` (the model's weights' dtype)
         self.spans: list[tuple[int, int]] = []
         self.masks: list[torch.Tensor | None] = []
@@ -49,8 +49,8 @@ class PackedPrefill(AttentionLayout):
             self.spans.append((offset, offset + width))
             offset += width
             # Query j of the rest sees every cached state and the rest up to itself (None: plain causal).
-            self.masks.append(torch.ones((width, row.reused + width), dtype=torch.bool).tril(diagonal=row.reused)
-                              if row.reused else None)
+            self.masks.append(torch.ones((width, row.reused + width), dtype=torch.bool, device=device)
+                              .tril(diagonal=row.reused) if row.reused else None)
         self.tokens = offset
         self.states: list[LayerStates] = [[] for _ in rows]
 
@@ -68,7 +68,7 @@ class PackedPrefill(AttentionLayout):
             mask = self.masks[index]
             out = torch.nn.functional.scaled_dot_product_attention(
                 query[:, :, start:end].to(keys.dtype), keys[None], values[None],
-                attn_mask=None if mask is None else mask.to(query.device), is_causal=mask is None, scale=scaling,
+                attn_mask=mask, is_causal=mask is None, scale=scaling,
                 enable_gqa=True)
             output[0, start:end] = out[0].transpose(0, 1).to(output.dtype)
         return output
@@ -77,10 +77,10 @@ class PackedPrefill(AttentionLayout):
 def prefill(model: Any, rows: list[PrefillRow]) -> list[PrefixEntry]:
     """States of every row's tokens, the rests computed in packed forwards of at most PREFILL_CHUNK_TOKENS."""
     entries: list[PrefixEntry | None] = [None] * len(rows)
+    weight = model.get_input_embeddings().weight
+    device = weight.device
     for chunk in _chunks([len(r.token_ids) - r.reused for r in rows]):
-        weight = model.get_input_embeddings().weight
-        layout = PackedPrefill([rows[i] for i in chunk], weight.dtype)
-        device = weight.device
+        layout = PackedPrefill([rows[i] for i in chunk], weight.dtype, device)
         input_ids = torch.tensor([[t for i in chunk for t in rows[i].token_ids[rows[i].reused:]]], dtype=torch.long)
         positions = torch.tensor([[p for i in chunk for p in range(rows[i].reused, len(rows[i].token_ids))]],
                                  dtype=torch.long)

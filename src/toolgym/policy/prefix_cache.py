@@ -65,15 +65,15 @@ class PrefixCache:
             self.reused_tokens += usable
         return usable, self.entries[best_key]
 
-    def store(self, prompt: list[int], states: LayerStates) -> None:
+    def store(self, prompt: list[int] | torch.Tensor, states: LayerStates) -> None:
         """Keep a prompt's states; stored prompts it extends are dropped (it covers them)."""
         if self.max_tokens <= 0 or len(prompt) > self.max_tokens:
             return
-        ids = torch.tensor(prompt, dtype=torch.long)
+        ids = torch.as_tensor(prompt, dtype=torch.long)
         covered = [
             key for key, entry in self.entries.items()
             # cheap checks first (length, last token) so most entries skip the full comparison
-            if entry.length <= len(prompt) and int(entry.token_ids[-1]) == prompt[entry.length - 1]
+            if entry.length <= len(ids) and int(entry.token_ids[-1]) == int(ids[entry.length - 1])
             and common_prefix_length(entry.token_ids, ids) == entry.length
         ]
         for key in covered:
