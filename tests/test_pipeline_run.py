@@ -44,7 +44,7 @@ def test_the_pipeline_runs_every_stage_then_skips_them(tmp_path: Path) -> None:
     statuses = {s["name"]: s["status"] for s in summary["stages"]}
     # an untrained tiny model solves nothing: RFT keeps nothing and GRPO starts from the SFT model
     assert statuses == {"tasks": "done", "validate": "done", "teacher": "done", "sft": "done",
-                        "rft": "nothing_kept", "grpo": "done", "eval": "done"}
+                        "random_init": "disabled", "rft": "nothing_kept", "grpo": "done", "eval": "done"}
     assert json.loads((run / "grpo" / "manifest.json").read_text())["base_model"] == str((run / "sft" / "final").resolve())
     results = summary["results"]
     assert set(results) == {"untrained", "sft", "grpo"}  # rft left no model
@@ -91,19 +91,31 @@ def test_a_missing_model_or_engine_fails_before_any_work(tmp_path: Path) -> None
     assert not (tmp_path / "gpu").exists()
 
 
-def test_the_cli_runs_a_config_file(tmp_path: Path) -> None:
+def test_the_cli_runs_a_config_file_with_the_random_init_control(tmp_path: Path) -> None:
     import yaml
+    from safetensors.torch import load_file
 
-    config = small_config(tmp_path / "run", rft={"enabled": False},
-                          eval={"stages": ["untrained"], "settings": {"max_new_tokens": 12, "max_turns": 2}})
+    config = small_config(tmp_path / "run", rft={"enabled": False}, random_init={"enabled": True, "seed": 3},
+                          eval={"stages": ["untrained", "random_init", "sft"],
+                                "settings": {"trials": 0, "max_new_tokens": 12, "max_turns": 2}})
     config["grpo"]["enabled"] = False
     config["sft"]["max_steps"] = 1
     path = tmp_path / "pipe.yaml"
     path.write_text(yaml.safe_dump(config))
     result = CliRunner().invoke(app, ["pipeline", str(path), "--no-progress"])
     assert result.exit_code == 0, result.output
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert {s["name"]: s["status"] for s in summary["stages"]}["grpo"] == "disabled"
-    assert set(summary["results"]) == {"untrained"}
+    run = tmp_path / "run"
+    summary = json.loads((run / "summary.json").read_text())
+    statuses = {s["name"]: s["status"] for s in summary["stages"]}
+    assert statuses["grpo"] == "disabled" and statuses["random_init"] == "done"
+    assert set(summary["results"]) == {"untrained", "random_init", "sft"}
+    assert ("random_init", "sft", "heldout_tasks") in {(c["from"], c["to"], c["split"]) for c in summary["comparisons"]}
+    # the control trains the same way (same steps) from fresh weights of the base's shape and tokenizer
+    control = run / "random_init"
+    assert json.loads((control / "sft" / "manifest.json").read_text())["result"]["steps"] == 1
+    base, fresh = load_file(tiny_model_dir() / "model.safetensors"), load_file(control / "model" / "model.safetensors")
+    assert base.keys() == fresh.keys() and all(base[k].shape == fresh[k].shape for k in base)
+    assert any(not base[k].equal(fresh[k]) for k in base)
+    assert (control / "model" / "tokenizer.json").read_bytes() == (tiny_model_dir() / "tokenizer.json").read_bytes()
     bad = CliRunner().invoke(app, ["pipeline", str(path), "--only", "sft,nope"])
     assert bad.exit_code == 2 and "unknown stage(s) nope" in bad.output

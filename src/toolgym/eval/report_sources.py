@@ -16,7 +16,7 @@ from typing import Any
 from toolgym.eval.records import GREEDY_DIR, TRIAL_PREFIX, is_run_folder
 from toolgym.schema.jsonl import iter_json_rows
 
-STAGE_ORDER = ("untrained", "base", "baseline", "before", "teacher", "sft", "rft", "grpo", "after", "final")
+STAGE_ORDER = ("untrained", "base", "baseline", "before", "teacher", "random_init", "sft", "rft", "grpo", "after", "final")
 SECONDS_KEYS = ("seconds", "duration_s", "elapsed_s", "wall_s", "time_s")
 STEP_KEYS = ("step", "global_step", "iteration")
 PREFERRED_METRICS = (

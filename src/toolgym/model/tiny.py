@@ -239,3 +239,33 @@ def init_tiny(
     settings: dict[str, Any] = {"prompt_style": prompt_style, "context_length": context_length}
     (out / MODEL_CONFIG_FILE).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
     return out
+
+
+def random_init_like(model_dir: str | Path, out_dir: str | Path, *, seed: int = 0) -> Path:
+    """A copy of a model folder with fresh random weights: the same config, tokenizer and prompt style.
+
+    The control for a pre-trained base: train both the same way, and the difference is the base's.
+    """
+    import shutil
+
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    source, out = Path(model_dir), Path(out_dir)
+    if not (source / "config.json").is_file():
+        raise ValueError(f"{source} is not a model folder (no config.json)")
+    out.mkdir(parents=True, exist_ok=True)
+    config = AutoConfig.from_pretrained(source)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.save_pretrained(out)
+    for item in source.iterdir():  # tokenizer, chat template, generation config, toolgym.json
+        if item.is_file() and item.suffix != ".safetensors" and item.name not in ("config.json", "MODEL_CARD.md",
+                                                                                   MODEL_CONFIG_FILE):
+            shutil.copy2(item, out / item.name)
+    settings = json.loads((source / MODEL_CONFIG_FILE).read_text(encoding="utf-8")) if (
+        source / MODEL_CONFIG_FILE).is_file() else {}
+    settings.pop("pretrain", None)  # these weights were not pre-trained
+    settings["random_init"] = {"like": str(source), "seed": seed}
+    (out / MODEL_CONFIG_FILE).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    return out

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from toolgym.train.grpo.config import ConfigError, GRPOConfig, format_validation_error, read_yaml
 
-STAGES = ("tasks", "validate", "teacher", "sft", "rft", "grpo", "eval", "report")
-EVAL_STAGES = ("untrained", "sft", "rft", "grpo")  # the models the eval stage compares
+STAGES = ("tasks", "validate", "teacher", "sft", "random_init", "rft", "grpo", "eval", "report")
+EVAL_STAGES = ("untrained", "random_init", "sft", "rft", "grpo")  # the models the eval stage compares
 
 
 class _Section(BaseModel):
@@ -67,6 +67,16 @@ class TeacherSettings(_Section):
     timeout_s: float = Field(300.0, gt=0)
 
 
+class RandomInitSettings(_Section):
+    """The control for SFT: the same SFT (settings, steps, data) from a random-init model of the base's shape.
+
+    It shows what the pre-trained base is worth; off by default because it costs a second SFT.
+    """
+
+    enabled: bool = False
+    seed: int = 0  # weight-initialisation seed
+
+
 class RFTSettings(_Section):
     enabled: bool = True
     settings: dict[str, Any] = Field(default_factory=dict)  # RFTConfig fields (not tasks/model/out)
@@ -88,7 +98,8 @@ class GRPOSettings(_Section):
 
 
 class EvalSettings(_Section):
-    stages: list[Literal["untrained", "sft", "rft", "grpo"]] = Field(default_factory=lambda: list(EVAL_STAGES))  # type: ignore[arg-type]
+    stages: list[Literal["untrained", "random_init", "sft", "rft", "grpo"]] = Field(  # type: ignore[assignment]
+        default_factory=lambda: list(EVAL_STAGES))
     settings: dict[str, Any] = Field(default_factory=dict)  # EvalConfig fields
 
     @field_validator("settings")
@@ -122,6 +133,7 @@ class PipelineConfig(_Section):
     validate_tasks: ValidateSettings = Field(default_factory=ValidateSettings, alias="validate")  # type: ignore[arg-type]
     teacher: TeacherSettings = Field(default_factory=TeacherSettings)  # type: ignore[arg-type]
     sft: dict[str, Any] = Field(default_factory=dict)  # SFTConfig fields (not data/model/out)
+    random_init: RandomInitSettings = Field(default_factory=RandomInitSettings)
     rft: RFTSettings = Field(default_factory=RFTSettings)
     grpo: GRPOSettings = Field(default_factory=GRPOSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)  # type: ignore[arg-type]
@@ -162,11 +174,13 @@ class PipelineConfig(_Section):
         dumped = self.model_dump(mode="json", by_alias=True)
         upstream = {"seed": dumped["seed"], "model": dumped["model"]["path"], "tasks": dumped["tasks"]}
         order = {"tasks": [], "validate": ["validate"], "teacher": ["validate", "teacher"],
-                 "sft": ["validate", "teacher", "sft"], "rft": ["validate", "teacher", "sft", "rft"],
+                 "sft": ["validate", "teacher", "sft"], "random_init": ["validate", "teacher", "sft", "random_init"],
+                 "rft": ["validate", "teacher", "sft", "rft"],
                  "grpo": ["validate", "teacher", "sft", "rft", "grpo"]}
         parts = {**upstream, **{name: dumped[name] for name in order.get(stage, [])}}
         if stage == "eval":  # evaluates every earlier stage's model: all of them decide its output
-            parts = {**upstream, **{name: dumped[name] for name in ("validate", "teacher", "sft", "rft", "grpo")},
+            parts = {**upstream, **{name: dumped[name] for name in ("validate", "teacher", "sft", "random_init", "rft",
+                                                                     "grpo")},
                      "eval": dumped["eval"]}
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 

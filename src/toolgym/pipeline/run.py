@@ -41,6 +41,7 @@ STAGE_SPECS = (
     StageSpec("validate", stages.validate_done, stages.run_validate),
     StageSpec("teacher", stages.teacher_done, stages.run_teacher),
     StageSpec("sft", stages.sft_done, stages.run_sft_stage),
+    StageSpec("random_init", stages.random_init_done, stages.run_random_init_stage, lambda c: c.random_init.enabled),
     StageSpec("rft", stages.rft_done, stages.run_rft_stage, lambda c: c.rft.enabled),
     StageSpec("grpo", stages.grpo_done, stages.run_grpo_stage, lambda c: c.grpo.enabled),
     StageSpec("eval", stages.eval_done, stages.run_eval_stage),
@@ -166,7 +167,7 @@ def _fresh_accelerator_state() -> None:
 
 def _output_hint(stage: str) -> str:
     return {"tasks": "dataset/built/", "validate": "dataset/tasks.jsonl", "teacher": "teacher/", "sft": "sft/",
-            "rft": "rft/", "grpo": "grpo/", "eval": "eval/"}.get(stage, stage)
+            "random_init": "random_init/", "rft": "rft/", "grpo": "grpo/", "eval": "eval/"}.get(stage, stage)
 
 
 def render_summary(summary: dict[str, Any]) -> str:
@@ -176,14 +177,14 @@ def render_summary(summary: dict[str, Any]) -> str:
         seconds = stage.get("seconds")
         cpu = stage.get("cpu_seconds")
         timing = f" {seconds / 60:.1f} wall-min, {cpu / 60:.1f} CPU-min" if seconds is not None and cpu is not None else ""
-        lines.append(f"  {stage['name']:<9} {stage['status']}{timing}" + (f" — {stage['error']}" if stage.get("error") else ""))
+        lines.append(f"  {stage['name']:<11} {stage['status']}{timing}" + (f" — {stage['error']}" if stage.get("error") else ""))
     lines.append(f"total: {summary['wall_minutes']} wall-min, {summary['cpu_minutes']} CPU-min (stages run so far)")
     for stage, splits in summary["results"].items():
         for split, numbers in splits.items():
             greedy = numbers.get("greedy")
             text = (f"greedy {greedy['successes']}/{greedy['scored']}" if greedy else "")
             sampled = "" if numbers.get("greedy_only") else f"sampled {numbers['successes']}/{numbers['scored']} "
-            lines.append(f"  {stage:<9} {split:<13} {sampled}(errored {numbers['errored']}) {text}")
+            lines.append(f"  {stage:<11} {split:<13} {sampled}(errored {numbers['errored']}) {text}")
     for comparison in summary["comparisons"]:
         lines.append(f"  {comparison['from']} → {comparison['to']} ({comparison['split']}, {comparison['measure']}): "
                      f"{comparison['from_rate']} → {comparison['to_rate']}, {comparison['difference_pp']:+.1f} pp, "

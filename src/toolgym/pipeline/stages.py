@@ -4,6 +4,7 @@
     RUN/dataset/tasks.jsonl           validate     replay every reference solution, keep reward-1 tasks
     RUN/teacher/sft_rows.jsonl        teacher      oracle (or API) episodes on the train split → SFT rows
     RUN/sft/                          sft          SFT from the base model
+    RUN/random_init/                  random_init  the same SFT from random weights of the base's shape (control; opt-in)
     RUN/rft/                          rft          K samples per train task from the SFT model, keep, SFT again
     RUN/grpo/                         grpo         GRPO from the RFT model (the SFT model if RFT kept nothing)
     RUN/eval/<stage>/                 eval         the same eval of untrained, sft, rft and grpo models
@@ -102,6 +103,12 @@ class Context:
 
     def sft_model(self) -> ModelRef:
         return self.trained_model(self.stage_dir("sft"), self.base_model(), "sft")
+
+    def random_init_model(self) -> ModelRef | None:
+        """The control's SFT model; None when the control is off or has not run."""
+        if not self.config.random_init.enabled or not _complete(self.stage_dir("random_init") / "sft"):
+            return None
+        return self.trained_model(self.stage_dir("random_init") / "sft", self.base_model(), "random_init")
 
     def rft_model(self) -> ModelRef | None:
         """None when RFT is disabled or kept nothing (GRPO then starts from the SFT model)."""
@@ -276,6 +283,26 @@ def run_sft_stage(ctx: Context) -> dict[str, Any]:
             "train_samples": result.train_samples, "final": result.final_dir}
 
 
+def random_init_done(ctx: Context) -> bool:
+    return _complete(ctx.stage_dir("random_init") / "sft")
+
+
+def run_random_init_stage(ctx: Context) -> dict[str, Any]:
+    """SFT exactly as the sft stage (data, settings, seed, steps), from random weights of the base's shape."""
+    from toolgym.model.tiny import random_init_like
+    from toolgym.train.sft import SFTConfig, run_sft
+
+    base = full_model(ctx.base_model(), "random_init", "model.path")
+    folder = ctx.stage_dir("random_init")
+    weights = random_init_like(base, folder / "model", seed=ctx.config.random_init.seed)
+    config = SFTConfig(data=str(ctx.teacher_rows), model=str(weights), out=str(folder / "sft"), seed=ctx.config.seed,
+                       threads=ctx.config.threads, device=ctx.config.model.device)
+    config = replace(config, **ctx.config.sft)
+    result = run_sft(config, console=ctx.console, progress=ctx.progress)
+    return {"steps": result.steps, "first_loss": result.first_loss, "last_loss": result.last_loss,
+            "init_seed": ctx.config.random_init.seed, "final": result.final_dir}
+
+
 def rft_done(ctx: Context) -> bool:
     return _complete(ctx.stage_dir("rft"), "complete", "nothing_kept")
 
@@ -328,6 +355,8 @@ def eval_model(ctx: Context, stage: str) -> ModelRef | None:
         return ctx.base_model()
     if stage == "sft":
         return ctx.sft_model() if sft_done(ctx) else None
+    if stage == "random_init":
+        return ctx.random_init_model()
     if stage == "rft":
         return ctx.rft_model()
     if stage == "grpo":

@@ -1,4 +1,4 @@
-"""summary.json: per stage (untrained, sft, rft, grpo) and held-out split, successes over scored
+"""summary.json: per stage (untrained, random_init, sft, rft, grpo) and held-out split, successes over scored
 episodes, errored episodes, pass@k, and the stage-to-stage two-proportion tests.
 
 Errored episodes are counted and left out of every denominator. The headline rate of a stage is its
@@ -14,7 +14,7 @@ from typing import Any
 from toolgym.eval.stats import Rate, two_proportion_test
 from toolgym.eval.summary import EvalSummary, summarize
 
-COMPARISONS = (("untrained", "sft"), ("sft", "rft"), ("rft", "grpo"), ("sft", "grpo"), ("untrained", "grpo"))
+COMPARISONS = (("untrained", "sft"), ("random_init", "sft"), ("sft", "rft"), ("rft", "grpo"), ("sft", "grpo"), ("untrained", "grpo"))
 SPLITS = ("heldout_tasks", "heldout_env")
 
 
