@@ -119,3 +119,23 @@ def test_the_cli_runs_a_config_file_with_the_random_init_control(tmp_path: Path)
     assert (control / "model" / "tokenizer.json").read_bytes() == (tiny_model_dir() / "tokenizer.json").read_bytes()
     bad = CliRunner().invoke(app, ["pipeline", str(path), "--only", "sft,nope"])
     assert bad.exit_code == 2 and "unknown stage(s) nope" in bad.output
+
+
+def test_rl_fraction_keeps_train_tasks_from_the_teacher_for_rft_and_grpo(tmp_path: Path) -> None:
+    from toolgym.pipeline import stages
+    from toolgym.schema import Task
+    from toolgym.schema.jsonl import read_models
+
+    config = pipeline_config_from_dict(small_config(tmp_path / "run"))
+    config.tasks.rl_fraction = 0.5
+    run_pipeline(config, only=["tasks", "validate", "teacher"])
+    ctx = stages.Context(config=config, run=tmp_path / "run")
+    train = {t.id for t in stages.dataset_tasks(ctx, "train")}
+    rl_file = stages.rl_tasks_file(ctx)
+    rl = read_models(rl_file, Task)
+    rl_train = {t.id for t in rl if t.split == "train"}
+    taught = {json.loads(line)["task_id"] for line in (tmp_path / "run" / "teacher" / "sft_rows.jsonl").open()}
+    assert rl_train and taught and rl_train < train
+    assert not rl_train & taught and taught <= train - rl_train  # the teacher never ran an RL task
+    # the held-out splits stay in the RL file (GRPO's own eval reads them), unchanged
+    assert [t.id for t in rl if t.split != "train"] == [t.id for t in stages.dataset_tasks(ctx) if t.split != "train"]

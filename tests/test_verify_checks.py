@@ -87,6 +87,17 @@ def test_a_wrong_answer_after_the_right_write_fails_only_the_answer() -> None:
     assert verdict.partial_score == pytest.approx(4 / 5)
 
 
+def test_an_answer_with_some_of_the_values_fails_but_earns_their_share() -> None:
+    env = fresh()
+    env.call_tool("add_note", {"title": "buy milk", "due": "tomorrow"})
+    checks = [*CHECKS[:3], AnswerContains(values=["buy milk", "2026-06-16", "ana"], weight=3, label="answer facts")]
+    verdict = evaluate_checks(checks, env, "Added 'buy milk' for you, ana.")
+    assert failed(verdict) == ["answer facts"] and verdict.reward == 0.0
+    assert verdict.checks[-1].credit == pytest.approx(2 / 3)
+    assert verdict.partial_score == pytest.approx((4 + 2) / 7)  # 2 of the check's 3 weight units
+    assert evaluate_checks(checks, env, "Done.").partial_score == pytest.approx(4 / 7)
+
+
 def test_diff_only_with_fields_rejects_an_update_of_another_column() -> None:
     env = fresh()
     env.db("current").execute("UPDATE notes SET done = 1, title = 'changed' WHERE id = 1")

@@ -38,6 +38,9 @@ class TasksSettings(_Section):
     families: list[str] | None = None  # keep only these task families ("app/family" or "family")
     train_limit: int | None = Field(None, ge=1)
     eval_limit: int | None = Field(None, ge=1)  # per held-out split
+    # Train tasks kept for RFT and GRPO, never shown to SFT's teacher: RL on prompts SFT has memorised
+    # sees none of the mistakes the model makes on new ones.
+    rl_fraction: float = Field(0.0, ge=0.0, lt=1.0)
 
     @field_validator("build")
     @classmethod

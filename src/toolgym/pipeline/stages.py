@@ -2,7 +2,8 @@
 
     RUN/dataset/built/tasks.jsonl     tasks        build + family filter + caps + leakage check
     RUN/dataset/tasks.jsonl           validate     replay every reference solution, keep reward-1 tasks
-    RUN/teacher/sft_rows.jsonl        teacher      oracle (or API) episodes on the train split → SFT rows
+    RUN/dataset/rl_tasks.jsonl                     the train tasks kept for RFT and GRPO (tasks.rl_fraction)
+    RUN/teacher/sft_rows.jsonl        teacher      oracle (or API) episodes on the other train tasks → SFT rows
     RUN/sft/                          sft          SFT from the base model
     RUN/random_init/                  random_init  the same SFT from random weights of the base's shape (control; opt-in)
     RUN/rft/                          rft          K samples per train task from the SFT model, keep, SFT again
@@ -16,6 +17,7 @@ Each stage says whether its output already exists (`done`); the runner then skip
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import random
 from dataclasses import dataclass, field, replace
@@ -216,6 +218,32 @@ def dataset_tasks(ctx: Context, split: str | None = None) -> list[Task]:
     return select_tasks(tasks, split=split) if split else tasks
 
 
+def kept_for_rl(task: Task, seed: int, fraction: float) -> bool:
+    """Whether a train task is one of the `fraction` kept for RFT and GRPO (a stable draw by id and seed)."""
+    digest = hashlib.sha256(f"rl/{seed}/{task.id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def sft_tasks(ctx: Context) -> list[Task]:
+    """The train tasks SFT's teacher runs on: all of them, less the RL ones."""
+    fraction = ctx.config.tasks.rl_fraction
+    return [t for t in dataset_tasks(ctx, "train") if not kept_for_rl(t, ctx.config.seed, fraction)]
+
+
+def rl_tasks_file(ctx: Context) -> Path:
+    """The task file RFT and GRPO read: the dataset, or, when RL tasks are kept, those as its train split
+    with the held-out splits as they are (GRPO's own eval uses them)."""
+    fraction = ctx.config.tasks.rl_fraction
+    if fraction <= 0:
+        return ctx.dataset
+    tasks = [t for t in dataset_tasks(ctx) if t.split != "train" or kept_for_rl(t, ctx.config.seed, fraction)]
+    if not any(t.split == "train" for t in tasks):
+        raise StageError(f"tasks.rl_fraction: {fraction:g} keeps none of the train tasks for RFT and GRPO")
+    path = ctx.dataset.with_name("rl_tasks.jsonl")
+    write_jsonl(path, tasks)
+    return path
+
+
 # -- teacher ---------------------------------------------------------------------------------------
 
 
@@ -234,7 +262,7 @@ def run_teacher(ctx: Context) -> dict[str, Any]:
     settings = ctx.config.teacher
     base = ctx.base_model()
     style = load_prompt_style(base.model_dir)  # the student's prompt: teacher rows must look like its rollouts
-    tasks = dataset_tasks(ctx, "train")[: settings.limit] if settings.limit else dataset_tasks(ctx, "train")
+    tasks = sft_tasks(ctx)[: settings.limit] if settings.limit else sft_tasks(ctx)
     if settings.policy == "oracle":
         policy = make_policy("oracle")
     else:
@@ -313,7 +341,7 @@ def run_rft_stage(ctx: Context) -> dict[str, Any]:
     settings = dict(ctx.config.rft.settings)
     sft_settings = {"threads": ctx.config.threads, **ctx.config.sft, **settings.pop("sft", {})}
     model = full_model(ctx.sft_model(), "rft", "sft.merge")
-    config = RFTConfig(tasks=str(ctx.dataset), model=str(model), out=str(ctx.stage_dir("rft")), seed=ctx.config.seed,
+    config = RFTConfig(tasks=str(rl_tasks_file(ctx)), model=str(model), out=str(ctx.stage_dir("rft")), seed=ctx.config.seed,
                        device=ctx.config.model.device, sft={k: v for k, v in sft_settings.items() if v is not None})
     config = replace(config, **settings)
     try:
@@ -337,7 +365,7 @@ def run_grpo_stage(ctx: Context) -> dict[str, Any]:
 
     start = ctx.grpo_input()
     model = full_model(start, "grpo", "sft.merge (or rft.settings.sft.merge)")
-    config = ctx.config.grpo_config(str(ctx.dataset), str(model), str(ctx.stage_dir("grpo")))
+    config = ctx.config.grpo_config(str(rl_tasks_file(ctx)), str(model), str(ctx.stage_dir("grpo")))
     result = run_grpo(config, console=ctx.console, progress=ctx.progress)
     return {"steps": result.steps, "started_from": str(model), "first_success_rate": result.first_success_rate,
             "last_success_rate": result.last_success_rate, "best": result.best, "final": result.final_dir}

@@ -68,7 +68,10 @@ class DiffOnly(_CheckBase):
 
 
 class AnswerContains(_CheckBase):
-    """The final answer contains every value (case-insensitive, whitespace-normalised)."""
+    """The final answer contains every value (case-insensitive, whitespace-normalised).
+
+    It passes with every value; each value found earns its share of the weight in partial_score.
+    """
 
     kind: Literal["answer_contains"] = "answer_contains"
     values: list[str]
@@ -113,10 +116,17 @@ class CheckResult(BaseModel):
     passed: bool
     weight: float
     detail: str = ""
+    credit: float | None = Field(None, ge=0, le=1)  # share of the weight earned when partly met; None: passed
+
+    @property
+    def earned(self) -> float:
+        """The weight this check adds to partial_score."""
+        return self.weight * (1.0 if self.passed else (self.credit or 0.0))
 
 
 class Verdict(BaseModel):
-    """reward = 1 iff every check passes; partial_score = weighted fraction passed.
+    """reward = 1 iff every check passes; partial_score = weighted fraction earned (a partly met check
+    earns its `credit` share).
 
     `error` set means the verifier itself broke: the verdict carries no reward signal and the
     episode is an infrastructure error, never a 0.
@@ -136,7 +146,7 @@ class Verdict(BaseModel):
     @classmethod
     def from_results(cls, results: list[CheckResult]) -> Verdict:
         total = sum(r.weight for r in results)
-        passed = sum(r.weight for r in results if r.passed)
+        passed = sum(r.earned for r in results)
         all_passed = all(r.passed for r in results)
         return cls(
             reward=1.0 if all_passed else 0.0,

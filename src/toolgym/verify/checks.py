@@ -134,6 +134,7 @@ def evaluate_check(check: Check, env: Environment, final_answer: str | None, cha
         answer = normalize_text(final_answer)
         absent = [v for v in check.values if not contains_value(answer, v)]
         return CheckResult(kind=check.kind, label=label, passed=not absent, weight=check.weight,
+                           credit=1 - len(absent) / len(check.values) if check.values else None,
                            detail=f"answer lacks {absent}" if absent else "answer contains every value")
     if isinstance(check, AnswerEquals):
         ok = normalize_text(final_answer) == normalize_text(check.value)
