@@ -81,4 +81,8 @@ def test_comparisons_use_the_greedy_rate_and_a_two_proportion_test() -> None:
     verdict = acceptance(results, "heldout_tasks", 0.30, 5.0)
     assert verdict["sft_meets_min"] is True  # 20/60 = 33%
     assert verdict["grpo_meets_gain"] is True and verdict["grpo_gain_points"] == pytest.approx(10.0)
-    assert verdict["untrained"].startswith("0/60")
+    assert verdict["untrained"].startswith("0/60") and "random_init" not in verdict
+    results["random_init"] = {"heldout_tasks": _numbers(2, 60, greedy=(1, 60))}
+    control = {(c["from"], c["to"]): c for c in comparisons(results) if c["split"] == "heldout_tasks"}
+    assert control[("random_init", "sft")]["from_rate"] == "1/60"
+    assert acceptance(results, "heldout_tasks", 0.30, 5.0)["random_init"].startswith("1/60")

@@ -81,10 +81,12 @@ def comparisons(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def acceptance(results: dict[str, dict[str, Any]], split: str, sft_min: float, gain_points: float) -> dict[str, Any]:
     """The quickstart's promise, evaluated (reported, not enforced)."""
-    sft, grpo, untrained = (results.get(s, {}).get(split) for s in ("sft", "grpo", "untrained"))
+    sft, grpo, untrained, control = (results.get(s, {}).get(split) for s in ("sft", "grpo", "untrained", "random_init"))
     verdict: dict[str, Any] = {"split": split, "sft_min_pass_rate": sft_min, "grpo_min_gain_points": gain_points}
     if untrained is not None:
         verdict["untrained"] = str(headline(untrained))
+    if control is not None:  # the same SFT from random weights: what the pre-trained base adds
+        verdict["random_init"] = str(headline(control))
     if sft is not None:
         rate = headline(sft)
         verdict["sft"] = str(rate)
