@@ -111,6 +111,27 @@ def test_trials_and_greedy_from_an_eval_folder(tmp_path: Path) -> None:
     assert "| trial-2 | held-out env | 2 | 2 | 0/2 | 1/2 · 50.0%" in markdown
 
 
+def test_tasks_by_sampled_success_cross_the_greedy_pass(tmp_path: Path) -> None:
+    outcomes = {"A": ("pass", "pass", "pass"), "B": ("pass", "fail", "error"), "C": ("fail", "fail", "fail"),
+                "D": ("fail", "pass", "fail"), "E": ("pass", "error", "error")}
+    sampled = [episode(task, outcome=o, sample_index=i) for task, row in outcomes.items() for i, o in enumerate(row)]
+    greedy = {"A": "pass", "B": "pass", "C": "fail", "D": "fail", "E": "fail"}
+    write_results(tmp_path / "trial-1" / "results.jsonl", sampled)
+    write_results(tmp_path / "greedy" / "results.jsonl", [episode(t, outcome=o) for t, o in greedy.items()])
+    group = summarize(load_run(tmp_path)).group("train")
+    assert group is not None
+    assert group.spread is None  # E has one scored sample: "sometimes" cannot be told from it
+    write_results(tmp_path / "trial-1" / "results.jsonl", [e for e in sampled if e.task_id != "E"])
+    summary = summarize(load_run(tmp_path))
+    spread = summary.group("train").spread  # type: ignore[union-attr]
+    assert spread is not None and spread.tasks == 4
+    assert spread.counts == {"never": 1, "sometimes": 2, "always": 1}  # B: 1 of 2 scored (its error left out)
+    assert spread.by_greedy == {"fails": {"never": 1, "sometimes": 1, "always": 0},
+                                "passes": {"never": 0, "sometimes": 1, "always": 1}}
+    markdown = summary_markdown(summary)
+    assert "| train | 4 | 1/4 | 2/4 | 1/4 | 1 | 1 |" in markdown
+
+
 def test_bad_rows_are_named_by_file_and_line(tmp_path: Path) -> None:
     path = write_results(tmp_path / "results.jsonl", [episode("A")])
     with open(path, "a") as handle:

@@ -148,6 +148,47 @@ def cell_stats(label: str, records: list[EpisodeRecord], ks: Iterable[int]) -> C
     )
 
 
+SPREAD = ("never", "sometimes", "always")
+
+
+@dataclass
+class SampledSpread:
+    """Tasks by how often their samples succeed: never, sometimes, always.
+
+    GRPO learns only from a task whose samples sometimes succeed (a group with reward variance); the
+    cross with the greedy pass says what sharpening can flip: greedy fails that sometimes succeed can
+    rise, greedy passes that do not always succeed can fall.
+    """
+
+    tasks: int
+    counts: dict[str, int]
+    by_greedy: dict[str, dict[str, int]] = field(default_factory=dict)  # "fails"/"passes" → counts
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tasks": self.tasks, **self.counts, "by_greedy": self.by_greedy}
+
+
+def sampled_spread(sampled: list[EpisodeRecord], greedy: list[EpisodeRecord]) -> SampledSpread | None:
+    """None unless every scored task has at least two samples (one sample cannot be "sometimes")."""
+    counts = {task: nc for task, nc in task_counts(sampled).items() if nc[0] > 0}
+    if not counts or min(n for n, _ in counts.values()) < 2:
+        return None
+
+    def kind(n: int, c: int) -> str:
+        return "never" if c == 0 else "always" if c == n else "sometimes"
+
+    spread = SampledSpread(tasks=len(counts), counts=dict.fromkeys(SPREAD, 0))
+    for n, c in counts.values():
+        spread.counts[kind(n, c)] += 1
+    greedy_passed = {r.task_id: r.passed for r in greedy if not r.errored}
+    if greedy_passed:
+        spread.by_greedy = {"fails": dict.fromkeys(SPREAD, 0), "passes": dict.fromkeys(SPREAD, 0)}
+        for task, (n, c) in counts.items():
+            if task in greedy_passed:
+                spread.by_greedy["passes" if greedy_passed[task] else "fails"][kind(n, c)] += 1
+    return spread
+
+
 @dataclass
 class GroupTable:
     """One split group's table: a row per environment, an all-envs row, and the greedy row."""
@@ -158,12 +199,14 @@ class GroupTable:
     total: CellStats
     greedy: CellStats | None = None
     greedy_rows: dict[str, CellStats] = field(default_factory=dict)
+    spread: SampledSpread | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "split": self.split, "title": self.title, "rows": [r.to_dict() for r in self.rows],
             "total": self.total.to_dict(), "greedy": self.greedy.to_dict() if self.greedy else None,
             "greedy_by_env": {env: s.to_dict() for env, s in self.greedy_rows.items()},
+            "sampled_spread": self.spread.to_dict() if self.spread else None,
         }
 
 
@@ -222,9 +265,12 @@ def summarize(run: RunRecords, ks: Iterable[int] = (1,)) -> EvalSummary:
         rows = [cell_stats(env, envs[env], ks) for env in sorted(envs)]
         total = cell_stats("All environments", [r for env in envs.values() for r in env], ks)
         table = GroupTable(split=split, title=title, rows=rows, total=total)
+        greedy_records = [r for env in greedy.get(split, {}).values() for r in env]
         if split in greedy:
-            table.greedy = cell_stats("greedy pass@1 (T=0)", [r for env in greedy[split].values() for r in env], [1])
+            table.greedy = cell_stats("greedy pass@1 (T=0)", greedy_records, [1])
             table.greedy_rows = {env: cell_stats(env, greedy[split][env], [1]) for env in sorted(greedy[split])}
+        if run.sampled:
+            table.spread = sampled_spread([r for env in envs.values() for r in env], greedy_records)
         groups.append(table)
     trials: list[TrialRow] = []
     if len(run.trials) > 1 or (run.trials and run.trials[0]):

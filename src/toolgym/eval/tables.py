@@ -196,6 +196,9 @@ def summary_tables(summary: EvalSummary) -> list[TextTable]:
         tables[-1].notes = notes
         if any(g.greedy for g in summary.groups):
             tables[-1].notes.append("greedy pass@1: a separate temperature-0 run, one sample per task.")
+    spread = spread_table(summary)
+    if spread is not None:
+        tables.append(spread)
     if summary.trials:
         table = TextTable(
             title="Per-trial breakdown",
@@ -213,6 +216,32 @@ def summary_tables(summary: EvalSummary) -> list[TextTable]:
             ])
         tables.append(table)
     return tables
+
+
+def spread_table(summary: EvalSummary) -> TextTable | None:
+    """Tasks by sampled success (never / sometimes / always), crossed with the greedy pass: GRPO's signal."""
+    groups = [g for g in summary.groups if g.spread is not None]
+    if not groups:
+        return None
+    crossed = any(g.spread.by_greedy for g in groups if g.spread)
+    header = ["Split", "Tasks", "Never", "Sometimes", "Always"]
+    if crossed:
+        header += ["Greedy fails, sometimes", "Greedy passes, not always"]
+    table = TextTable(title="Tasks by sampled success", header=header, notes=[
+        "Never / sometimes / always: tasks none, some or all of whose scored samples succeed. GRPO learns only "
+        "from tasks whose samples sometimes succeed (a group with reward variance)."
+        + (" Greedy fails, sometimes: what sharpening can lift; greedy passes, not always: what it can lose."
+           if crossed else "")])
+    for group in groups:
+        spread = group.spread
+        assert spread is not None
+        row = [SPLIT_SHORT.get(group.split, group.split), str(spread.tasks),
+               *[format_count(spread.counts[k], spread.tasks) for k in ("never", "sometimes", "always")]]
+        if crossed:
+            fails, passes = spread.by_greedy.get("fails", {}), spread.by_greedy.get("passes", {})
+            row += [str(fails.get("sometimes", 0)), str(passes.get("sometimes", 0) + passes.get("never", 0))]
+        table.rows.append(row)
+    return table
 
 
 def summary_markdown(summary: EvalSummary) -> str:
