@@ -14,7 +14,17 @@ from test_train_sft_support import ReplayTokenPolicy, mixed_tasks, read_jsonl
 from toolgym.cli.main import app
 from toolgym.dataset.build import BuildConfig, build_tasks
 from toolgym.schema.jsonl import write_jsonl
-from toolgym.train.rft import REASON_PARTIAL, REASON_REWARD, RFTConfig, run_rft, sample_tasks, select_episodes
+from toolgym.train.rft import (
+    REASON_PARTIAL,
+    REASON_REPLAY,
+    REASON_REWARD,
+    RFTConfig,
+    RFTError,
+    replay_rows,
+    run_rft,
+    sample_tasks,
+    select_episodes,
+)
 
 
 def _row(task: str, index: int, reward: float | None, partial: float | None, status: str = "ok",
@@ -103,13 +113,34 @@ def _toy_tasks_file(path: Path) -> Path:
     return path
 
 
+def _sft_row(task_id: str) -> dict:
+    return {"messages": [{"role": "user", "content": f"do {task_id}"}, {"role": "assistant", "content": "Done."}],
+            "tools": [], "task_id": task_id}
+
+
+def test_replay_rows_are_a_seeded_draw_marked_replay(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    write_jsonl(path, [_sft_row(f"t/{i}") for i in range(10)])
+    drawn = replay_rows(path, 4, seed=1)
+    assert len(drawn) == 4 and all(r["rft_reason"] == REASON_REPLAY for r in drawn)
+    assert [r["task_id"] for r in drawn] == [r["task_id"] for r in replay_rows(path, 4, seed=1)]
+    assert [r["task_id"] for r in drawn] != [r["task_id"] for r in replay_rows(path, 4, seed=2)]
+    assert len(replay_rows(path, 50, seed=1)) == 10
+    path.write_text(path.read_text() + "{not json\n")
+    with pytest.raises(RFTError, match=r"rows\.jsonl.*11"):
+        replay_rows(path, 4, seed=1)
+
+
 @pytest.mark.slow
 def test_rft_keeps_successes_and_best_partials_converts_with_token_ids_and_trains(tmp_path: Path) -> None:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir()))
+    replay = tmp_path / "teacher_rows.jsonl"
+    write_jsonl(replay, [_sft_row(f"teacher/{i}") for i in range(3)])
     config = RFTConfig(tasks=str(_toy_tasks_file(tmp_path / "tasks.jsonl")), model=str(tiny_model_dir()),
                        out=str(tmp_path / "rft"), split=None, samples_per_task=2, max_turns=4, concurrency=1,
+                       replay=str(replay), replay_ratio=0.4,
                        sft={"max_steps": 3, "save_every": 3, "eval_fraction": 0.0, "threads": 1, "lr": 1e-3})
     result = run_rft(config, policy=ReplayTokenPolicy(tokenizer), env_factory=env_factory)
     selection = result.selection
@@ -117,6 +148,9 @@ def test_rft_keeps_successes_and_best_partials_converts_with_token_ids_and_train
     assert (selection.tasks, selection.episodes, selection.errors) == (5, 10, 2)
     assert selection.tasks_without_kept == {"toy": 2}  # the zero-partial task and the erroring one
     rows = read_jsonl(tmp_path / "rft/rft_rows.jsonl")
+    replayed = [r for r in rows if r["rft_reason"] == REASON_REPLAY]
+    assert len(replayed) == 2 and {r["task_id"] for r in replayed} < {"teacher/0", "teacher/1", "teacher/2"}
+    rows = [r for r in rows if r["rft_reason"] != REASON_REPLAY]
     assert sorted((r["task_id"], r["rft_reason"]) for r in rows) == [
         ("toy/add/0", REASON_REWARD), ("toy/add/0", REASON_REWARD), ("toy/complete/vague", REASON_PARTIAL),
         ("toy/list/0", REASON_REWARD), ("toy/list/0", REASON_REWARD)]
@@ -125,6 +159,7 @@ def test_rft_keeps_successes_and_best_partials_converts_with_token_ids_and_train
     assert result.sft is not None and result.sft.steps == 3
     sft_manifest = json.loads((tmp_path / "rft/sft/manifest.json").read_text())
     assert sft_manifest["data_report"]["from_token_samples"] == 5  # the sampler's own ids, not re-rendered
+    assert sft_manifest["train_samples"] == 7  # and the 2 replayed teacher rows
     assert (tmp_path / "rft/sft/final/config.json").is_file()
     manifest = json.loads((tmp_path / "rft/manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["selection"]["kept_by_env"] == {

@@ -342,7 +342,8 @@ def run_rft_stage(ctx: Context) -> dict[str, Any]:
     sft_settings = {"threads": ctx.config.threads, **ctx.config.sft, **settings.pop("sft", {})}
     model = full_model(ctx.sft_model(), "rft", "sft.merge")
     config = RFTConfig(tasks=str(rl_tasks_file(ctx)), model=str(model), out=str(ctx.stage_dir("rft")), seed=ctx.config.seed,
-                       device=ctx.config.model.device, sft={k: v for k, v in sft_settings.items() if v is not None})
+                       device=ctx.config.model.device, sft={k: v for k, v in sft_settings.items() if v is not None},
+                       replay=str(ctx.teacher_rows))  # used when rft.settings.replay_ratio > 0
     config = replace(config, **settings)
     try:
         result = run_rft(config, console=ctx.console, progress=ctx.progress)

@@ -29,6 +29,7 @@ ROWS_FILE = "rft_rows.jsonl"
 SFT_DIR = "sft"
 REASON_REWARD = "reward"
 REASON_PARTIAL = "best_partial"
+REASON_REPLAY = "replay"
 
 
 class RFTError(RuntimeError):
@@ -69,6 +70,10 @@ class RFTConfig:
     min_partial: float = 0.6
     dedupe: bool = False
     train_malformed_turns: bool = False
+    # SFT rows (e.g. the teacher's) mixed into the fine-tune, `replay_ratio` of them per kept row: a few
+    # dozen kept episodes alone pull the model off what SFT taught it.
+    replay: str | None = None
+    replay_ratio: float = 0.0
     sft: dict[str, Any] = field(default_factory=dict)  # further SFTConfig fields (lr, epochs, lora, …)
 
 
@@ -149,6 +154,19 @@ def selected_sft_rows(results_file: str | Path, *, min_reward: float, min_partia
     return sft_rows, selection, conversion
 
 
+def replay_rows(path: str | Path, count: int, seed: int) -> list[dict[str, Any]]:
+    """`count` rows of an SFT rows file drawn with the seed (all of them when it has fewer), marked as replay."""
+    rows = []
+    for _line, row in iter_lines(path):
+        if isinstance(row, JsonlError):
+            raise RFTError(f"replay: {row}")
+        rows.append(row)
+    if not rows:
+        raise RFTError(f"replay: {path} has no rows")
+    chosen = rows if count >= len(rows) else random.Random(f"toolgym-rft-replay/{seed}").sample(rows, count)
+    return [{**row, "rft_reason": REASON_REPLAY} for row in chosen]
+
+
 @dataclass
 class RFTResult:
     out_dir: str
@@ -211,10 +229,13 @@ def run_rft(config: RFTConfig, *, console: Any | None = None, progress: bool = F
     results_file = out / ROLLOUT_DIR / "results.jsonl"
     rows, selection, conversion = selected_sft_rows(results_file, min_reward=config.min_reward,
                                                     min_partial=config.min_partial, options=options)
+    if rows and config.replay and config.replay_ratio > 0:
+        rows = rows + replay_rows(config.replay, round(config.replay_ratio * len(rows)), config.seed)
     rows_file = out / ROWS_FILE
     write_jsonl(rows_file, rows)
     write_sidecar_manifest(rows_file, "rft_rows", source=str(results_file), selection=selection.to_dict(),
-                           conversion=conversion.to_dict(), min_reward=config.min_reward, min_partial=config.min_partial)
+                           conversion=conversion.to_dict(), min_reward=config.min_reward, min_partial=config.min_partial,
+                           replay=config.replay, replayed=sum(r.get("rft_reason") == REASON_REPLAY for r in rows))
     result = RFTResult(str(out), summary.to_dict(), selection, conversion, str(rows_file), None)
     if console is not None:
         console.print(selection.render())
