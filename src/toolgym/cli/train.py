@@ -122,6 +122,9 @@ def rft(
     min_partial: float = typer.Option(0.6, "--min-partial",
                                       help="Else keep the task's best episode if its partial_score ≥ this."),
     dedupe: bool = typer.Option(False, "--dedupe", help="Drop identical kept episodes."),
+    replay: Path | None = typer.Option(None, "--replay", help="SFT rows (e.g. the teacher's) to mix into the fine-tune."),
+    replay_ratio: float = typer.Option(1.0, "--replay-ratio", min=0.0,
+                                       help="With --replay: replayed rows per kept episode."),
     lr: float = LR, epochs: int = EPOCHS, max_steps: int | None = MAX_STEPS, schedule: str = SCHEDULE,
     warmup_ratio: float = WARMUP_RATIO, weight_decay: float = WEIGHT_DECAY, batch_tokens: int = BATCH_TOKENS,
     grad_accum: int = GRAD_ACCUM, max_length: int | None = MAX_LENGTH, save_every: int = SAVE_EVERY,
@@ -146,7 +149,8 @@ def rft(
         temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, max_turns=max_turns,
         max_context_tokens=max_context_tokens, timeout_s=timeout, concurrency=concurrency,
         max_batch_size=max_batch_size, policy=policy, device=device, seed=seed, min_reward=min_reward, min_partial=min_partial,
-        dedupe=dedupe, sft=fields,
+        dedupe=dedupe, replay=str(replay) if replay else None, replay_ratio=replay_ratio if replay else 0.0,
+        sft=fields,
     )
     try:
         result = run_rft(config, console=console, progress=progress)

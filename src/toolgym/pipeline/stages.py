@@ -8,7 +8,7 @@
     RUN/random_init/                  random_init  the same SFT from random weights of the base's shape (control; opt-in)
     RUN/rft/                          rft          K samples per train task from the SFT model, keep, SFT again
     RUN/grpo/                         grpo         GRPO from the RFT model (the SFT model if RFT kept nothing)
-    RUN/eval/<stage>/                 eval         the same eval of untrained, sft, rft and grpo models
+    RUN/eval/<stage>/                 eval         the same eval of the untrained, random_init, sft, rft and grpo models
     RUN/report.md, report.html        report
 
 Each stage says whether its output already exists (`done`); the runner then skips it.
