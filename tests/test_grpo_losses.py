@@ -249,3 +249,21 @@ def test_curriculum_samples_by_weight_and_round_trips() -> None:
     assert disabled.weight("t0") == 1.0
     with pytest.raises(ValueError, match="successes"):
         curriculum.record("x", 1, 2)
+
+
+def test_curriculum_family_scope_pools_attempts_across_a_family() -> None:
+    """Each task drawn once: per-task counts never reach min_attempts, a family's do."""
+    tasks = [f"easy{i}" for i in range(6)] + [f"mid{i}" for i in range(6)]
+    per_task, per_family = Curriculum(), Curriculum(scope="family")
+    per_family.scope_of = {t: "app/" + t.rstrip("0123456789") for t in tasks}
+    for curriculum in (per_task, per_family):
+        for task in tasks[:3]:
+            curriculum.record(task, 2, 2)  # 6 of 6 solved in the easy family
+        for task in tasks[6:9]:
+            curriculum.record(task, 2, 1)  # 3 of 6 in the mid family
+    assert per_task.weight("easy5") == 1.0 and per_task.weight("easy0") == 1.0  # 2 attempts each: too few
+    assert per_family.weight("easy5") == 0.1  # never drawn, but its family is solved
+    assert per_family.weight("mid5") == 1.0
+    assert per_family.weight_counts() == {"0.1": 1, "1": 1}
+    again = Curriculum.from_dict(per_family.to_dict())
+    assert again.scope == "family" and again.attempts == {"app/easy": 6, "app/mid": 6}

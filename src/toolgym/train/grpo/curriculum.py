@@ -4,6 +4,10 @@ The tau2 RL pipeline's rule is the default: once a task has ≥ 5 scored attempt
 > 0.75 → weight 0.1 (mostly solved: little left to learn), < 0.25 → 0.5 (too hard for now),
 else 1.0. Errored episodes are not attempts. The state is plain JSON saved with each checkpoint,
 so a resumed run samples exactly what an unbroken one would.
+
+Scope `family` keeps the counts per task family instead of per task: with more train tasks than a run
+samples, a task is rarely drawn twice, so per-task counts never reach `min_attempts`; a family's
+attempts do, and tell the sampler where the policy's groups have reward variance.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
+
+CurriculumScope = Literal["task", "family"]
 
 
 @dataclass(frozen=True)
@@ -36,24 +42,33 @@ class CurriculumRule:
 
 
 class Curriculum:
-    """Attempts and successes per task; weighted sampling without replacement."""
+    """Attempts and successes per scope key (a task id, or a task's `env/family`); weighted sampling
+    of tasks without replacement."""
 
-    def __init__(self, rule: CurriculumRule | None = None, enabled: bool = True) -> None:
+    def __init__(self, rule: CurriculumRule | None = None, enabled: bool = True,
+                 scope: CurriculumScope = "task") -> None:
         self.rule = rule or CurriculumRule()
         self.enabled = enabled
+        self.scope = scope
+        self.scope_of: dict[str, str] = {}  # task id → its family key (scope family; not saved: from the tasks)
         self.attempts: dict[str, int] = {}
         self.successes: dict[str, int] = {}
+
+    def key(self, task_id: str) -> str:
+        return self.scope_of.get(task_id, task_id) if self.scope == "family" else task_id
 
     def record(self, task_id: str, attempts: int, successes: int) -> None:
         if not 0 <= successes <= attempts:
             raise ValueError(f"task {task_id}: successes {successes} outside [0, attempts {attempts}]")
-        self.attempts[task_id] = self.attempts.get(task_id, 0) + attempts
-        self.successes[task_id] = self.successes.get(task_id, 0) + successes
+        key = self.key(task_id)
+        self.attempts[key] = self.attempts.get(key, 0) + attempts
+        self.successes[key] = self.successes.get(key, 0) + successes
 
     def weight(self, task_id: str) -> float:
         if not self.enabled:
             return 1.0
-        return self.rule.weight(self.attempts.get(task_id, 0), self.successes.get(task_id, 0))
+        key = self.key(task_id)
+        return self.rule.weight(self.attempts.get(key, 0), self.successes.get(key, 0))
 
     def sample(self, task_ids: Sequence[str], n: int, rng: random.Random) -> list[str]:
         """n distinct tasks drawn with probability ∝ weight (Efraimidis–Spirakis keys u^(1/w))."""
@@ -71,20 +86,21 @@ class Curriculum:
         return [task_id for _, task_id in keyed[:n]]
 
     def weight_counts(self) -> dict[str, int]:
-        """How many tracked tasks sit at each weight (for metrics)."""
+        """How many tracked scope keys (tasks or families) sit at each weight (for metrics)."""
         counts: dict[str, int] = {}
-        for task_id in self.attempts:
-            key = f"{self.weight(task_id):g}"
-            counts[key] = counts.get(key, 0) + 1
+        for key, attempts in self.attempts.items():
+            label = f"{self.rule.weight(attempts, self.successes.get(key, 0)) if self.enabled else 1.0:g}"
+            counts[label] = counts.get(label, 0) + 1
         return counts
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rule": asdict(self.rule), "enabled": self.enabled,
+        return {"rule": asdict(self.rule), "enabled": self.enabled, "scope": self.scope,
                 "attempts": dict(sorted(self.attempts.items())), "successes": dict(sorted(self.successes.items()))}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Curriculum:
-        curriculum = cls(CurriculumRule(**data.get("rule", {})), bool(data.get("enabled", True)))
+        curriculum = cls(CurriculumRule(**data.get("rule", {})), bool(data.get("enabled", True)),
+                         data.get("scope", "task"))
         curriculum.attempts = {str(k): int(v) for k, v in data.get("attempts", {}).items()}
         curriculum.successes = {str(k): int(v) for k, v in data.get("successes", {}).items()}
         return curriculum

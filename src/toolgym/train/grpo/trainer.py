@@ -297,11 +297,13 @@ class _Run:
         curriculum = self.config.curriculum
         rule = CurriculumRule(curriculum.min_attempts, curriculum.easy_above, curriculum.easy_weight,
                               curriculum.hard_below, curriculum.hard_weight, curriculum.default_weight)
-        state: dict[str, Any] = {"step": 0, "curriculum": Curriculum(rule, curriculum.enabled).to_dict(), "best": {},
+        state: dict[str, Any] = {"step": 0, "curriculum": Curriculum(rule, curriculum.enabled, curriculum.scope).to_dict(),
+                                 "best": {},
                                  "tool_call_baseline": [], "elapsed_s": 0.0, "cpu_s": 0.0}
         if latest is not None:
             state.update(load_checkpoint(self.accelerator, latest))
         self.curriculum = Curriculum.from_dict(state["curriculum"])
+        self.curriculum.scope_of = {task.id: f"{task.env}/{task.family}" for task in self.tasks_by_id.values()}
         self.metrics.reset(int(state["step"]))
         write_manifest(self.out, "grpo", status="running", resumed_from_step=state["step"], **fields)
         return state
