@@ -37,12 +37,21 @@ def test_quickstart_is_a_cpu_run_of_the_tiny_default() -> None:
     ({"eval": {"settings": {"k": [1]}}}, r"unknown EvalConfig setting\(s\) k"),
     ({"tasks": {"build": {"app": ["booking"]}}}, r"unknown BuildConfig setting\(s\) app"),
     ({"teacher": {"polcy": "oracle"}}, r"field teacher.polcy"),
+    ({"tasks": {"eval_limit": {"heldout": 3}}}, r"field tasks.eval_limit"),
+    ({"tasks": {"eval_limit": {"heldout_env": 0}}}, r"field tasks.eval_limit: .*at least 1"),
 ])
 def test_bad_settings_name_the_file_and_field(tmp_path: Path, data: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         pipeline_config_from_dict({"out": str(tmp_path), **data}, "pipe.yaml")
     with pytest.raises(ConfigError, match=r"^pipe\.yaml: field "):
         pipeline_config_from_dict({"out": str(tmp_path), **data}, "pipe.yaml")
+
+
+def test_eval_limit_caps_each_held_out_split_or_the_named_ones(tmp_path: Path) -> None:
+    one = pipeline_config_from_dict({"out": str(tmp_path), "tasks": {"train_limit": 9, "eval_limit": 5}})
+    assert [one.tasks.limit_for(s) for s in ("train", "heldout_tasks", "heldout_env")] == [9, 5, 5]
+    named = pipeline_config_from_dict({"out": str(tmp_path), "tasks": {"eval_limit": {"heldout_env": 72}}})
+    assert [named.tasks.limit_for(s) for s in ("train", "heldout_tasks", "heldout_env")] == [None, None, 72]
 
 
 def test_fingerprints_follow_upstream_settings(tmp_path: Path) -> None:

@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from toolgym.train.grpo.config import ConfigError, GRPOConfig, format_validation_error, read_yaml
 
+EvalSplit = Literal["heldout_tasks", "heldout_env"]
+
 STAGES = ("tasks", "validate", "teacher", "sft", "random_init", "rft", "grpo", "eval", "report")
 EVAL_STAGES = ("untrained", "random_init", "sft", "rft", "grpo")  # the models the eval stage compares
 
@@ -37,10 +39,28 @@ class TasksSettings(_Section):
     build: dict[str, Any] = Field(default_factory=dict)  # toolgym.dataset.build.BuildConfig fields
     families: list[str] | None = None  # keep only these task families ("app/family" or "family")
     train_limit: int | None = Field(None, ge=1)
-    eval_limit: int | None = Field(None, ge=1)  # per held-out split
+    # A cap for each held-out split, or one per split ({heldout_tasks: null, heldout_env: 72}; a split left out
+    # of the mapping is not capped).
+    eval_limit: int | dict[EvalSplit, int | None] | None = None
     # Train tasks kept for RFT and GRPO, never shown to SFT's teacher: RL on prompts SFT has memorised
     # sees none of the mistakes the model makes on new ones.
     rl_fraction: float = Field(0.0, ge=0.0, lt=1.0)
+
+    @field_validator("eval_limit")
+    @classmethod
+    def _eval_limits(cls, value: int | dict[str, int | None] | None) -> int | dict[str, int | None] | None:
+        limits = value.values() if isinstance(value, dict) else [value]
+        if any(limit is not None and limit < 1 for limit in limits):
+            raise ValueError("each eval limit must be at least 1 (or null: no cap)")
+        return value
+
+    def limit_for(self, split: str) -> int | None:
+        """The cap on one split's tasks (None: all of them)."""
+        if split == "train":
+            return self.train_limit
+        if isinstance(self.eval_limit, dict):
+            return self.eval_limit.get(split)  # type: ignore[call-overload]
+        return self.eval_limit
 
     @field_validator("build")
     @classmethod

@@ -175,8 +175,7 @@ def run_tasks(ctx: Context) -> dict[str, Any]:
         by_split.setdefault(task.split, []).append(task)
     kept: list[Task] = []
     for split, members in by_split.items():
-        limit = settings.train_limit if split == "train" else settings.eval_limit
-        kept.extend(_capped(members, limit, ctx.config.seed, split))
+        kept.extend(_capped(members, settings.limit_for(split), ctx.config.seed, split))
     position = {t.id: i for i, t in enumerate(tasks)}
     kept.sort(key=lambda t: position[t.id])
     problems = leakage(kept)
