@@ -65,9 +65,11 @@ class Curriculum:
         self.successes[key] = self.successes.get(key, 0) + successes
 
     def weight(self, task_id: str) -> float:
+        return self._key_weight(self.key(task_id))
+
+    def _key_weight(self, key: str) -> float:
         if not self.enabled:
             return 1.0
-        key = self.key(task_id)
         return self.rule.weight(self.attempts.get(key, 0), self.successes.get(key, 0))
 
     def sample(self, task_ids: Sequence[str], n: int, rng: random.Random) -> list[str]:
@@ -88,8 +90,8 @@ class Curriculum:
     def weight_counts(self) -> dict[str, int]:
         """How many tracked scope keys (tasks or families) sit at each weight (for metrics)."""
         counts: dict[str, int] = {}
-        for key, attempts in self.attempts.items():
-            label = f"{self.rule.weight(attempts, self.successes.get(key, 0)) if self.enabled else 1.0:g}"
+        for key in self.attempts:
+            label = f"{self._key_weight(key):g}"
             counts[label] = counts.get(label, 0) + 1
         return counts
 

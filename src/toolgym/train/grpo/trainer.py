@@ -298,8 +298,7 @@ class _Run:
         rule = CurriculumRule(curriculum.min_attempts, curriculum.easy_above, curriculum.easy_weight,
                               curriculum.hard_below, curriculum.hard_weight, curriculum.default_weight)
         state: dict[str, Any] = {"step": 0, "curriculum": Curriculum(rule, curriculum.enabled, curriculum.scope).to_dict(),
-                                 "best": {},
-                                 "tool_call_baseline": [], "elapsed_s": 0.0, "cpu_s": 0.0}
+                                 "best": {}, "tool_call_baseline": [], "elapsed_s": 0.0, "cpu_s": 0.0}
         if latest is not None:
             state.update(load_checkpoint(self.accelerator, latest))
         self.curriculum = Curriculum.from_dict(state["curriculum"])
