@@ -30,6 +30,7 @@ from transformers import (
 
 from toolgym.policy.attention import layout_attention, layout_masks, plain_full_attention
 from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError
+from toolgym.policy.cache_arg import cache_kwargs
 from toolgym.policy.prefill import PrefillRow, prefill
 from toolgym.policy.prefix_cache import PrefixCache, PrefixEntry
 from toolgym.policy.sampling import RowSampler, RowState, RowStopper, row_generator
@@ -263,7 +264,7 @@ class HFPolicy(Policy):
         with torch.inference_mode(), layout_attention(self.model):
             for step in range(budget):
                 logits = self.model(input_ids=input_ids, position_ids=positions, attention_mask=masks,
-                                    past_key_values=batch, use_cache=True).logits[:, -1]
+                                    use_cache=True, **cache_kwargs(self.model, batch)).logits[:, -1]
                 batch.advance()
                 sampler(input_ids, logits)  # appends each running row's token (and log-prob) to its RowState
                 done = stopper(input_ids, logits)

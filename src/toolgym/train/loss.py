@@ -19,6 +19,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from toolgym.policy.cache_arg import cache_kwargs, output_cache
 from toolgym.train.batching import IGNORE_INDEX, Batch
 
 MIN_SHARED_PREFIX = 32  # below this, one more forward call costs more than it saves
@@ -58,10 +59,10 @@ def decoder_hidden(decoder: Any, input_ids: torch.Tensor, attention_mask: torch.
         return decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
     rows = input_ids.shape[0]
     head = decoder(input_ids=input_ids[:1, :prefix], use_cache=True)
-    cache = head.past_key_values
+    cache = output_cache(head)
     cache.batch_repeat_interleave(rows)
-    tail = decoder(input_ids=input_ids[:, prefix:], attention_mask=attention_mask, past_key_values=cache,
-                   use_cache=True).last_hidden_state
+    tail = decoder(input_ids=input_ids[:, prefix:], attention_mask=attention_mask, use_cache=True,
+                   **cache_kwargs(decoder, cache)).last_hidden_state
     return torch.cat([head.last_hidden_state.expand(rows, -1, -1), tail], dim=1)
 
 

@@ -1,0 +1,28 @@
+"""The key/value cache's keyword across transformers versions.
+
+transformers 5.x renamed a forward's `past_key_values` to `cache` (the old name still works but
+warns on every call, which floods rollout and training logs); 4.x knows only the old name.
+"""
+
+from __future__ import annotations
+
+import inspect
+from functools import cache
+from typing import Any
+
+
+@cache
+def _cache_keyword(forward_owner: type) -> str:
+    parameters = inspect.signature(forward_owner.forward).parameters
+    return "cache" if "cache" in parameters else "past_key_values"
+
+
+def cache_kwargs(model: Any, cache: Any) -> dict[str, Any]:
+    """`{keyword: cache}` for this model's forward: `cache` where the model takes it, else `past_key_values`."""
+    return {_cache_keyword(type(model)): cache}
+
+
+def output_cache(output: Any) -> Any:
+    """The cache a forward returned, under whichever name this transformers version gives it."""
+    cache = output.get("cache")  # not .get("cache", output.past_key_values): that reads the old name and warns
+    return cache if cache is not None else output.past_key_values
