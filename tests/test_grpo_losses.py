@@ -267,3 +267,24 @@ def test_curriculum_family_scope_pools_attempts_across_a_family() -> None:
     assert per_family.weight_counts() == {"0.1": 1, "1": 1}
     again = Curriculum.from_dict(per_family.to_dict())
     assert again.scope == "family" and again.attempts == {"app/easy": 6, "app/mid": 6}
+
+
+# -- optimizer ------------------------------------------------------------------------------------
+
+
+def test_sgd_moves_each_weight_with_its_gradient_where_adamw_moves_all_by_lr() -> None:
+    """One step on gradients 1e-3 and 1: AdamW moves both weights by ~lr, SGD by lr × gradient."""
+    from toolgym.train.optim import build_optimizer
+
+    moved: dict[str, list[float]] = {}
+    for name in ("adamw", "sgd"):
+        model = torch.nn.Linear(2, 1, bias=False)
+        torch.nn.init.zeros_(model.weight)
+        optimizer = build_optimizer(model, lr=0.01, name=name)
+        model.weight.grad = torch.tensor([[1e-3, 1.0]])
+        optimizer.step()
+        moved[name] = (-model.weight.detach()[0]).tolist()
+    assert moved["adamw"] == pytest.approx([0.01, 0.01], rel=1e-3)
+    assert moved["sgd"] == pytest.approx([1e-5, 0.01], rel=1e-6)
+    with pytest.raises(ValueError, match="optimizer must be one of adamw, sgd"):
+        build_optimizer(torch.nn.Linear(2, 1), lr=0.01, name="lion")

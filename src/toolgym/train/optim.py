@@ -1,4 +1,9 @@
-"""AdamW with decoupled weight decay off for norms and biases, and transformers' LR schedules."""
+"""AdamW (or plain SGD) with weight decay off for norms and biases, and transformers' LR schedules.
+
+SGD is there for RL fine-tuning: Adam moves every weight by about lr whatever its gradient, so a
+few noisy groups per step walk the weights no episode gave signal for; SGD moves each weight in
+proportion to its gradient.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +12,29 @@ from typing import Any
 import torch
 
 SCHEDULES = ("cosine", "linear", "constant")
+OPTIMIZERS = ("adamw", "sgd")
 _TRANSFORMERS_NAMES = {"cosine": "cosine", "linear": "linear", "constant": "constant_with_warmup"}
 
 
 def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float = 0.0,
-                    betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> torch.optim.AdamW:
-    """torch AdamW over the trainable parameters (LoRA: the adapters only)."""
+                    betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, name: str = "adamw",
+                    momentum: float = 0.0) -> torch.optim.Optimizer:
+    """torch AdamW (or SGD with `momentum`) over the trainable parameters (LoRA: the adapters only)."""
+    if name not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {name!r}")
     decay: list[torch.nn.Parameter] = []
     no_decay: list[torch.nn.Parameter] = []
-    for name, parameter in model.named_parameters():
+    for parameter_name, parameter in model.named_parameters():
         if not parameter.requires_grad:
             continue
-        (no_decay if parameter.ndim < 2 or "norm" in name.lower() else decay).append(parameter)
+        (no_decay if parameter.ndim < 2 or "norm" in parameter_name.lower() else decay).append(parameter)
     if not decay and not no_decay:
         raise ValueError("the model has no trainable parameters")
-    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr, betas=betas, eps=eps)
+    groups = [g for g in ({"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0})
+              if g["params"]]
+    if name == "sgd":
+        return torch.optim.SGD(groups, lr=lr, momentum=momentum)
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps)
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, name: str, warmup_steps: int, total_steps: int) -> Any:

@@ -96,6 +96,8 @@ class LossSettings(_Section):
 
 
 class OptimSettings(_Section):
+    optimizer: Literal["adamw", "sgd"] = "adamw"  # sgd: each weight moves with its gradient, not by ~lr each (optim.py)
+    momentum: float = Field(0.0, ge=0, lt=1)  # sgd only
     lr: float = Field(1e-6, gt=0)
     schedule: Literal["constant", "cosine", "linear"] = "constant"
     warmup_steps: int = Field(0, ge=0)

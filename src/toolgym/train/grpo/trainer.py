@@ -232,7 +232,8 @@ class _Run:
         if config.loss.kl_coef > 0 and not config.lora.enabled:
             # Full fine-tuning has no switch-off for its update: the reference is a frozen copy of the start.
             self.reference_model = copy.deepcopy(model).eval().requires_grad_(False)
-        optimizer = build_optimizer(model, config.optim.lr, config.optim.weight_decay)
+        optimizer = build_optimizer(model, config.optim.lr, config.optim.weight_decay, name=config.optim.optimizer,
+                                    momentum=config.optim.momentum)
         total_updates = config.steps * config.optim.mini_batches
         self.scheduler = build_scheduler(optimizer, config.optim.schedule, config.optim.warmup_steps, total_updates)
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
