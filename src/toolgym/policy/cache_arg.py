@@ -6,12 +6,12 @@ warns on every call, which floods rollout and training logs); 4.x knows only the
 
 from __future__ import annotations
 
+import functools
 import inspect
-from functools import cache
 from typing import Any
 
 
-@cache
+@functools.cache
 def _cache_keyword(forward_owner: type) -> str:
     parameters = inspect.signature(forward_owner.forward).parameters
     return "cache" if "cache" in parameters else "past_key_values"
