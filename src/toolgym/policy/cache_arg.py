@@ -12,14 +12,19 @@ from typing import Any
 
 
 @functools.cache
-def _cache_keyword(forward_owner: type) -> str:
+def _forward_cache_keyword(forward_owner: type) -> str:
     parameters = inspect.signature(forward_owner.forward).parameters
     return "cache" if "cache" in parameters else "past_key_values"
 
 
+def cache_keyword(model: Any) -> str:
+    """This model's forward keyword for the cache: `cache` where the model takes it, else `past_key_values`."""
+    return _forward_cache_keyword(type(model))
+
+
 def cache_kwargs(model: Any, cache: Any) -> dict[str, Any]:
-    """`{keyword: cache}` for this model's forward: `cache` where the model takes it, else `past_key_values`."""
-    return {_cache_keyword(type(model)): cache}
+    """`{cache_keyword(model): cache}`, to pass with `**`."""
+    return {cache_keyword(model): cache}
 
 
 def output_cache(output: Any) -> Any:

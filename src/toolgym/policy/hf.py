@@ -30,7 +30,7 @@ from transformers import (
 
 from toolgym.policy.attention import layout_attention, layout_masks, plain_full_attention
 from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError
-from toolgym.policy.cache_arg import cache_kwargs
+from toolgym.policy.cache_arg import cache_keyword
 from toolgym.policy.prefill import PrefillRow, prefill
 from toolgym.policy.prefix_cache import PrefixCache, PrefixEntry
 from toolgym.policy.sampling import RowSampler, RowState, RowStopper, row_generator
@@ -261,10 +261,11 @@ class HFPolicy(Policy):
         positions = torch.tensor([[len(p) - 1] for p in prompts], dtype=torch.long, device=self.device)
         sampler, stopper = RowSampler(rows), RowStopper(rows, self.tokenizer, self.eos_token_ids)
         masks = layout_masks(self.model, batch)
+        keyword = cache_keyword(self.model)  # looked up once, not every decode step
         with torch.inference_mode(), layout_attention(self.model):
             for step in range(budget):
                 logits = self.model(input_ids=input_ids, position_ids=positions, attention_mask=masks,
-                                    use_cache=True, **cache_kwargs(self.model, batch)).logits[:, -1]
+                                    use_cache=True, **{keyword: batch}).logits[:, -1]
                 batch.advance()
                 sampler(input_ids, logits)  # appends each running row's token (and log-prob) to its RowState
                 done = stopper(input_ids, logits)

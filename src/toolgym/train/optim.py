@@ -22,6 +22,8 @@ def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float = 0.0
     """torch AdamW (or SGD with `momentum`) over the trainable parameters (LoRA: the adapters only)."""
     if name not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {name!r}")
+    if momentum and name != "sgd":
+        raise ValueError(f"momentum is an SGD setting; optimizer {name!r} has betas instead")
     decay: list[torch.nn.Parameter] = []
     no_decay: list[torch.nn.Parameter] = []
     for parameter_name, parameter in model.named_parameters():
