@@ -78,6 +78,21 @@ def test_grpo_raises_the_reward_it_is_given(tmp_path: Path) -> None:
     assert rows[-1]["sampled_token_nll"] < rows[0]["sampled_token_nll"] - 1.0  # the sampler sharpened
 
 
+def test_update_epochs_pass_over_each_rollout_batch_again(tmp_path: Path) -> None:
+    """update_epochs 3: three optimizer steps per updated step; passes after the first are off-policy."""
+    ratios: dict[int, list[float]] = {}
+    for epochs in (1, 3):
+        out = tmp_path / f"run{epochs}"
+        config = toy_config(tmp_path / "data", out, steps=3, samples_per_task=4, optim={"lr": 5e-2, "update_epochs": epochs},
+                            eval={"enabled": False}, checkpoint={"save_every": 100})
+        run_toy(config)
+        updated = [r for r in train_rows(out) if r["updated"]]
+        assert updated and all(r["optimizer_steps"] == epochs for r in updated)
+        ratios[epochs] = [r["ratio_mean"] for r in updated]
+    assert ratios[1] == pytest.approx([1.0] * len(ratios[1]), abs=1e-5)  # one on-policy pass: ratio 1
+    assert any(abs(r - 1.0) > 1e-3 for r in ratios[3])  # later passes see the moved policy
+
+
 def test_lora_with_kl_uses_the_adapter_off_as_reference(tmp_path: Path) -> None:
     config = toy_config(tmp_path, tmp_path / "run", steps=4, samples_per_task=4,
                         lora={"enabled": True, "rank": 4, "alpha": 8}, optim={"lr": 5e-2}, loss={"kl_coef": 0.1},

@@ -105,6 +105,7 @@ class OptimSettings(_Section):
     max_grad_norm: float = Field(1.0, ge=0)  # 0: no clipping
     batch_tokens: int = Field(8192, ge=1)  # padded tokens per micro-batch (gradient accumulation over them)
     mini_batches: int = Field(1, ge=1)  # optimizer steps per rollout batch (> 1: later ones are off-policy)
+    update_epochs: int = Field(1, ge=1)  # passes over each rollout batch (PPO epochs; TRL's num_iterations)
     precision: Literal["auto", "bf16", "fp32"] = "auto"
     gradient_checkpointing: bool = False
 

@@ -234,7 +234,7 @@ class _Run:
             self.reference_model = copy.deepcopy(model).eval().requires_grad_(False)
         optimizer = build_optimizer(model, config.optim.lr, config.optim.weight_decay, name=config.optim.optimizer,
                                     momentum=config.optim.momentum)
-        total_updates = config.steps * config.optim.mini_batches
+        total_updates = config.steps * config.optim.mini_batches * config.optim.update_epochs
         self.scheduler = build_scheduler(optimizer, config.optim.schedule, config.optim.warmup_steps, total_updates)
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
         self.accelerator.register_for_checkpointing(self.scheduler)
@@ -266,7 +266,8 @@ class _Run:
             dr_grpo_constant=loss.dr_grpo_constant or sampling.max_new_tokens * sampling.max_turns,
             temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k,
             match_sampler_truncation=loss.match_sampler_truncation, batch_tokens=config.optim.batch_tokens,
-            mini_batches=config.optim.mini_batches, max_grad_norm=config.optim.max_grad_norm)
+            mini_batches=config.optim.mini_batches, update_epochs=config.optim.update_epochs,
+            max_grad_norm=config.optim.max_grad_norm)
 
     # -- resume -----------------------------------------------------------------------------------
 

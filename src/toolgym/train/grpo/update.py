@@ -3,7 +3,9 @@ optimizer steps, over length-bucketed micro-batches with gradient accumulation.
 
 Training consumes each episode's `samples` as recorded (input_ids, loss_mask, sampler_logprobs):
 nothing is re-rendered (ARCHITECTURE decisions 1–2). The ratio's denominator is the sampler's own
-log-prob of each token.
+log-prob of each token. `update_epochs` > 1 passes over the same rollouts again (PPO's epochs, TRL's
+`num_iterations`): rollouts cost far more than updates on a CPU, and the clipped ratio bounds how far
+the later passes go.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class UpdateSettings:
     match_sampler_truncation: bool = True
     batch_tokens: int = 8192
     mini_batches: int = 1
+    update_epochs: int = 1
     max_grad_norm: float = 1.0
 
 
@@ -160,7 +163,9 @@ def policy_update(
     episodes = train_items(groups)
     if not episodes:
         return stats
-    for mini in split_mini_batches(episodes, settings.mini_batches, rng):
+    passes = [mini for _ in range(settings.update_epochs)
+              for mini in split_mini_batches(episodes, settings.mini_batches, rng)]
+    for mini in passes:
         items = with_weights(mini, settings.aggregation, settings.dr_grpo_constant)
         lengths = [len(item.sample.input_ids) for item in items]
         keys = prefix_keys([item.sample for item in items])
