@@ -269,6 +269,23 @@ def test_curriculum_family_scope_pools_attempts_across_a_family() -> None:
     assert again.scope == "family" and again.attempts == {"app/easy": 6, "app/mid": 6}
 
 
+def test_curriculum_mixed_groups_rule_weighs_families_by_groups_with_signal() -> None:
+    """Weight (mixed + 1) / (groups + 2): a family whose groups all agree fades, an undecided one leads."""
+    curriculum = Curriculum(CurriculumRule(kind="mixed_groups"), scope="family")
+    curriculum.scope_of = {t: "app/" + t.rstrip("0123456789") for t in ("solved0", "mixed0", "mixed1", "new0")}
+    for _ in range(3):
+        curriculum.record("solved0", 8, 8)  # every episode succeeds: no signal
+        curriculum.record("mixed0", 8, 3)
+    assert curriculum.weight("solved0") == pytest.approx(1 / 5)
+    assert curriculum.weight("mixed1") == pytest.approx(4 / 5)  # never drawn; its family's groups were mixed
+    assert curriculum.weight("new0") == pytest.approx(1 / 2)  # nothing known yet
+    curriculum.record("mixed1", 8, 0)  # all fail: a group without a mixed outcome
+    assert curriculum.weight("mixed0") == pytest.approx(4 / 6)
+    again = Curriculum.from_dict(curriculum.to_dict())
+    again.scope_of = curriculum.scope_of  # not saved: it comes from the tasks
+    assert again.rule.kind == "mixed_groups" and again.weight("mixed0") == pytest.approx(4 / 6)
+
+
 # -- optimizer ------------------------------------------------------------------------------------
 
 

@@ -121,6 +121,7 @@ class LoraSettingsModel(_Section):
 class CurriculumSettings(_Section):
     enabled: bool = True
     scope: Literal["task", "family"] = "task"  # family: counts pooled per task family (see curriculum.py)
+    rule: Literal["success_rate", "mixed_groups"] = "success_rate"  # mixed_groups: by share of groups with signal
     min_attempts: int = Field(5, ge=1)
     easy_above: float = 0.75
     easy_weight: float = Field(0.1, ge=0)

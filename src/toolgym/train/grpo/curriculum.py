@@ -8,6 +8,10 @@ so a resumed run samples exactly what an unbroken one would.
 Scope `family` keeps the counts per task family instead of per task: with more train tasks than a run
 samples, a task is rarely drawn twice, so per-task counts never reach `min_attempts`; a family's
 attempts do, and tell the sampler where the policy's groups have reward variance.
+
+Rule `mixed_groups` weighs a key by the share of its groups that held both a success and a failure,
+Laplace-smoothed ((mixed + 1) / (groups + 2)): GRPO learns only from such groups, so this spends the
+rollouts where they teach, without thresholds to tune (an unseen key starts at 0.5).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 CurriculumScope = Literal["task", "family"]
+RuleKind = Literal["success_rate", "mixed_groups"]
 
 
 @dataclass(frozen=True)
@@ -29,8 +34,11 @@ class CurriculumRule:
     hard_below: float = 0.25
     hard_weight: float = 0.5
     default_weight: float = 1.0
+    kind: RuleKind = "success_rate"
 
-    def weight(self, attempts: int, successes: int) -> float:
+    def weight(self, attempts: int, successes: int, groups: int = 0, mixed: int = 0) -> float:
+        if self.kind == "mixed_groups":
+            return self.default_weight * (mixed + 1) / (groups + 2)
         if attempts < self.min_attempts:
             return self.default_weight
         rate = successes / attempts
@@ -53,6 +61,8 @@ class Curriculum:
         self.scope_of: dict[str, str] = {}  # task id → its family key (scope family; not saved: from the tasks)
         self.attempts: dict[str, int] = {}
         self.successes: dict[str, int] = {}
+        self.groups: dict[str, int] = {}  # record() calls: one per group
+        self.mixed: dict[str, int] = {}  # groups with a success and a failure
 
     def key(self, task_id: str) -> str:
         return self.scope_of.get(task_id, task_id) if self.scope == "family" else task_id
@@ -63,6 +73,8 @@ class Curriculum:
         key = self.key(task_id)
         self.attempts[key] = self.attempts.get(key, 0) + attempts
         self.successes[key] = self.successes.get(key, 0) + successes
+        self.groups[key] = self.groups.get(key, 0) + 1
+        self.mixed[key] = self.mixed.get(key, 0) + int(0 < successes < attempts)
 
     def weight(self, task_id: str) -> float:
         return self._key_weight(self.key(task_id))
@@ -70,7 +82,8 @@ class Curriculum:
     def _key_weight(self, key: str) -> float:
         if not self.enabled:
             return 1.0
-        return self.rule.weight(self.attempts.get(key, 0), self.successes.get(key, 0))
+        return self.rule.weight(self.attempts.get(key, 0), self.successes.get(key, 0), self.groups.get(key, 0),
+                                self.mixed.get(key, 0))
 
     def sample(self, task_ids: Sequence[str], n: int, rng: random.Random) -> list[str]:
         """n distinct tasks drawn with probability ∝ weight (Efraimidis–Spirakis keys u^(1/w))."""
@@ -91,13 +104,14 @@ class Curriculum:
         """How many tracked scope keys (tasks or families) sit at each weight (for metrics)."""
         counts: dict[str, int] = {}
         for key in self.attempts:
-            label = f"{self._key_weight(key):g}"
+            label = f"{self._key_weight(key):.3g}"
             counts[label] = counts.get(label, 0) + 1
         return counts
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule": asdict(self.rule), "enabled": self.enabled, "scope": self.scope,
-                "attempts": dict(sorted(self.attempts.items())), "successes": dict(sorted(self.successes.items()))}
+                "attempts": dict(sorted(self.attempts.items())), "successes": dict(sorted(self.successes.items())),
+                "groups": dict(sorted(self.groups.items())), "mixed": dict(sorted(self.mixed.items()))}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Curriculum:
@@ -105,4 +119,6 @@ class Curriculum:
                          data.get("scope", "task"))
         curriculum.attempts = {str(k): int(v) for k, v in data.get("attempts", {}).items()}
         curriculum.successes = {str(k): int(v) for k, v in data.get("successes", {}).items()}
+        curriculum.groups = {str(k): int(v) for k, v in data.get("groups", {}).items()}
+        curriculum.mixed = {str(k): int(v) for k, v in data.get("mixed", {}).items()}
         return curriculum
