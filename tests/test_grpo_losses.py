@@ -92,6 +92,23 @@ def test_groups_without_signal_give_no_gradient_and_are_counted() -> None:
     assert unshaped.groups_with_signal == 0
 
 
+def test_solved_anchor_trains_a_few_episodes_of_solved_groups_only() -> None:
+    """solved_anchor: every-success groups train anchor_episodes episodes at that advantage; all-fail ones nothing."""
+    sample = _sample([1, 2, 3], [0, 1, 1], [0, -1, -1])
+    episodes = ([_episode("solved", 1.0, samples=[sample]) for _ in range(4)]
+                + [_episode("failed", 0.0, samples=[sample]) for _ in range(4)]
+                + [_episode("mixed", r, samples=[sample]) for r in (1.0, 0.0, 0.0, 0.0)])
+    off, off_stats = build_groups(episodes, lambda env: 0.0)
+    assert off_stats.groups_anchored == 0 and len(train_items(off)) == 4  # only the mixed group
+    groups, stats = build_groups(episodes, lambda env: 0.0, solved_anchor=0.5, anchor_episodes=2)
+    assert stats.groups_anchored == 1 and stats.groups_zero_variance == 2 and stats.groups_with_signal == 1
+    solved = next(g for g in groups if g.task_id == "solved")
+    assert solved.reason == "anchor" and solved.advantages == [0.5, 0.5, 0.0, 0.0]
+    trained = train_items(groups)
+    assert len(trained) == 2 + 4  # two anchored episodes, the mixed group's four
+    assert [items[0].advantage for items in trained[:2]] == [0.5, 0.5]
+
+
 def test_alpha_per_env_and_custom_reward() -> None:
     episodes = [_episode("a", 0.0, 1.0, env="mail"), _episode("a", 0.0, 0.0, env="mail")]
     groups, _ = build_groups(episodes, {"mail": 0.5}.get)  # type: ignore[arg-type]

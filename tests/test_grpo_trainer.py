@@ -23,7 +23,8 @@ from toolgym.train.grpo.trainer import GRPOError
 pytestmark = pytest.mark.slow
 
 STEP_METRICS = (
-    "reward_mean", "reward_std", "success_rate", "partial_score_mean", "groups_with_signal", "tool_calls_per_episode",
+    "reward_mean", "reward_std", "success_rate", "partial_score_mean", "groups_with_signal", "groups_anchored",
+    "tool_calls_per_episode",
     "format_errors_per_episode", "turns_mean", "response_tokens_mean", "kl", "entropy", "sampled_token_nll",
     "clip_fraction", "grad_norm",
     "seconds_rollout", "seconds_update", "episodes_errored",

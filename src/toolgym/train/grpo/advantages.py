@@ -4,6 +4,12 @@ A group is the G episodes of one task in one step. Episodes with status "error" 
 infrastructure broke (env, verifier, server, timeout): they leave the group and are counted, never
 scored 0 (ARCHITECTURE decision 3). A group left with fewer than 2 episodes, or whose rewards are
 all equal, has no relative signal: it gives no gradient and is counted too.
+
+Except, optionally, a *solved* group (every episode succeeded): with `solved_anchor` > 0 its first
+`anchor_episodes` episodes get that advantage. GRPO otherwise trains only on contexts where the
+policy is undecided, and an update that fixes those drifts freely on the ones it already gets
+right (a choice flipped everywhere instead of learned where it applies); the anchor pushes back
+there, so what changes is the conditional behaviour.
 """
 
 from __future__ import annotations
@@ -52,11 +58,15 @@ class Group:
     rewards: list[float]  # shaped
     advantages: list[float]
     errored: int = 0
-    reason: str = "signal"  # signal | too_small | zero_variance
+    reason: str = "signal"  # signal | too_small | zero_variance | anchor (solved, trained by solved_anchor)
 
     @property
     def has_signal(self) -> bool:
         return self.reason == "signal"
+
+    @property
+    def trained(self) -> bool:
+        return self.reason in ("signal", "anchor")
 
 
 @dataclass
@@ -67,6 +77,7 @@ class GroupStats:
     groups_with_signal: int = 0
     groups_too_small: int = 0
     groups_zero_variance: int = 0
+    groups_anchored: int = 0  # solved groups trained with `solved_anchor` (counted in zero_variance too)
     episodes: int = 0
     episodes_errored: int = 0
     errors_by_cause: dict[str, int] = field(default_factory=dict)
@@ -74,7 +85,7 @@ class GroupStats:
 
 
 def build_groups(episodes: Sequence[Episode], alpha_for_env: Callable[[str], float], *, std_normalize: bool = True,
-                 positive_only: bool = False,
+                 positive_only: bool = False, solved_anchor: float = 0.0, anchor_episodes: int = 2,
                  reward_fn: Callable[[Episode], float] | None = None) -> tuple[list[Group], GroupStats]:
     """Group episodes by task (first-seen order), drop errored ones, compute shaped rewards and advantages.
 
@@ -107,6 +118,11 @@ def build_groups(episodes: Sequence[Episode], alpha_for_env: Callable[[str], flo
         elif max(rewards) - min(rewards) <= ZERO_VARIANCE:
             group.reason = "zero_variance"
             stats.groups_zero_variance += 1
+            if solved_anchor > 0 and all(e.succeeded for e in scored):
+                group.reason = "anchor"
+                stats.groups_anchored += 1
+                k = min(anchor_episodes, len(scored))
+                group.advantages = [solved_anchor] * k + [0.0] * (len(scored) - k)
         else:
             group.advantages = group_advantages(rewards, std_normalize, positive_only=positive_only)
             stats.groups_with_signal += 1

@@ -78,6 +78,10 @@ class RewardSettings(_Section):
 class AdvantageSettings(_Section):
     std_normalize: bool = True  # false: Dr. GRPO's mean-centred advantages
     positive_only: bool = False  # true: below-mean episodes get 0 (only what beat its group is reinforced)
+    # > 0: a group whose every episode succeeded trains its first anchor_episodes episodes with this advantage,
+    # so the update keeps what the policy already gets right (advantages.py); 0: such groups give nothing
+    solved_anchor: float = Field(0.0, ge=0)
+    anchor_episodes: int = Field(2, ge=1)
 
 
 class LossSettings(_Section):

@@ -161,6 +161,7 @@ def rollout_metrics(episodes: list[Episode], groups_stats: GroupStats, rewards: 
         "groups_with_signal": groups_stats.groups_with_signal,
         "groups_too_small": groups_stats.groups_too_small,
         "groups_zero_variance": groups_stats.groups_zero_variance,
+        "groups_anchored": groups_stats.groups_anchored,
         "tool_calls_per_episode": _mean([float(n) for n in tool_calls]),
         "format_errors_per_episode": _mean([float(e.format_errors) for e in scored]),
         "tool_errors_per_episode": _mean([float(e.tool_errors) for e in scored]),
@@ -347,14 +348,16 @@ class _Run:
                         [episode_to_row(e, task_of.get(e.task_id)) for e in episodes])
         groups, group_stats = build_groups(episodes, config.reward.alpha_for,
                                            std_normalize=config.advantage.std_normalize,
-                                           positive_only=config.advantage.positive_only, reward_fn=self.reward_fn)
+                                           positive_only=config.advantage.positive_only,
+                                           solved_anchor=config.advantage.solved_anchor,
+                                           anchor_episodes=config.advantage.anchor_episodes, reward_fn=self.reward_fn)
         for group in groups:
             self.curriculum.record(group.task_id, len(group.episodes), sum(e.succeeded for e in group.episodes))
         rewards = [r for g in groups for r in g.rewards]
         update_began = time.perf_counter()
         lr = float(self.scheduler.get_last_lr()[0])
         stats = UpdateStats()
-        if group_stats.groups_with_signal:
+        if group_stats.groups_with_signal or group_stats.groups_anchored:
             self.model.train()
             stats = policy_update(
                 self.model, self.optimizer, groups, self.update_settings, pad_id=self.pad_id,

@@ -93,12 +93,15 @@ class UpdateStats:
 
 
 def train_items(groups: list[Group]) -> list[list[TrainItem]]:
-    """Per trained episode (groups with signal only), its samples with the episode's advantage."""
+    """Per trained episode (groups with signal, and a solved group's anchored episodes), its samples with the
+    episode's advantage."""
     episodes: list[list[TrainItem]] = []
     for group in groups:
-        if not group.has_signal:
+        if not group.trained:
             continue
         for episode, advantage in zip(group.episodes, group.advantages, strict=True):
+            if group.reason == "anchor" and advantage == 0.0:
+                continue  # beyond anchor_episodes: no gradient, no compute
             items = [TrainItem(sample, advantage, 0.0, len(episodes)) for sample in episode.samples
                      if supervised_count(sample) > 0]
             if items:
