@@ -9,7 +9,8 @@ Except, optionally, a *solved* group (every episode succeeded): with `solved_anc
 `anchor_episodes` episodes get that advantage. GRPO otherwise trains only on contexts where the
 policy is undecided, and an update that fixes those drifts freely on the ones it already gets
 right (a choice flipped everywhere instead of learned where it applies); the anchor pushes back
-there, so what changes is the conditional behaviour.
+there. It is off by default: on the tiny model it did not stop such a flip (research/tiny_model/NOTES.md,
+session 9).
 """
 
 from __future__ import annotations
