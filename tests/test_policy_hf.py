@@ -172,6 +172,21 @@ def test_lora_adapter_changes_the_model_and_is_named(tmp_path: Any) -> None:
         tuned.generate_batch([_request(prompt)])[0].logprobs, abs=1e-4)
 
 
+def test_cache_keyword_sees_through_a_peft_wrapper() -> None:
+    """peft's forward takes **kwargs: the keyword is the wrapped model's (`cache` on transformers 5, no warning)."""
+    import inspect
+
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from toolgym.policy.cache_arg import cache_keyword
+
+    base = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir()))
+    expected = "cache" if "cache" in inspect.signature(type(base).forward).parameters else "past_key_values"
+    wrapped = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj"]))
+    assert cache_keyword(wrapped) == cache_keyword(base) == expected
+
+
 def test_prefix_cache_reuses_shared_prompt_states_without_changing_results() -> None:
     cached = HFPolicy(tiny_model_dir())
     uncached = HFPolicy(tiny_model_dir(), prefix_cache_tokens=0)

@@ -18,7 +18,13 @@ def _forward_cache_keyword(forward_owner: type) -> str:
 
 
 def cache_keyword(model: Any) -> str:
-    """This model's forward keyword for the cache: `cache` where the model takes it, else `past_key_values`."""
+    """This model's forward keyword for the cache: `cache` where the model takes it, else `past_key_values`.
+
+    A peft wrapper's forward takes **kwargs and hands them to the model it wraps: ask that model.
+    """
+    get_base_model = getattr(model, "get_base_model", None)
+    if callable(get_base_model):
+        model = get_base_model()
     return _forward_cache_keyword(type(model))
 
 
