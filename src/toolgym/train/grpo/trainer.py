@@ -357,7 +357,7 @@ class _Run:
         update_began = time.perf_counter()
         lr = float(self.scheduler.get_last_lr()[0])
         stats = UpdateStats()
-        if group_stats.groups_with_signal or group_stats.groups_anchored:
+        if any(group.trained for group in groups):
             self.model.train()
             stats = policy_update(
                 self.model, self.optimizer, groups, self.update_settings, pad_id=self.pad_id,
