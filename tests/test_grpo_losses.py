@@ -303,6 +303,39 @@ def test_curriculum_mixed_groups_rule_weighs_families_by_groups_with_signal() ->
     assert again.rule.kind == "mixed_groups" and again.weight("mixed0") == pytest.approx(4 / 6)
 
 
+def test_curriculum_stratify_draws_distinct_families_by_weight() -> None:
+    """Stratified: a step's tasks come from distinct families, and families are drawn ∝ their weight."""
+    families = {"big": 40, "small": 2, "solved": 10, "other": 10}
+    scope_of = {f"{name}{i}": f"app/{name}" for name, n in families.items() for i in range(n)}
+    tasks = list(scope_of)
+    curriculum = Curriculum(CurriculumRule(min_attempts=1), scope="family", stratify=True)
+    curriculum.scope_of = scope_of
+    curriculum.record("solved0", 8, 8)  # solved family: weight 0.1
+    plain = Curriculum(CurriculumRule(min_attempts=1), scope="family")
+    plain.scope_of = scope_of
+    plain.record("solved0", 8, 8)
+    picks = {"stratified": dict.fromkeys(families, 0), "plain": dict.fromkeys(families, 0)}
+    rng = random.Random(0)
+    for _ in range(400):
+        drawn = curriculum.sample(tasks, 3, rng)
+        assert len({scope_of[t] for t in drawn}) == 3  # three tasks, three families
+        for task in drawn:
+            picks["stratified"][scope_of[task].split("/")[1]] += 1
+        for task in plain.sample(tasks, 3, rng):
+            picks["plain"][scope_of[task].split("/")[1]] += 1
+    # the 2-task family is drawn as often as the 40-task one when stratified; plain sampling follows task counts
+    assert picks["stratified"]["small"] > 0.8 * picks["stratified"]["big"]
+    assert picks["plain"]["small"] < 0.2 * picks["plain"]["big"]
+    assert picks["stratified"]["solved"] < 0.5 * picks["stratified"]["other"]  # weight 0.1 against 1.0
+    wide = curriculum.sample(tasks, 6, random.Random(1))  # more tasks than families: the rest unstratified
+    assert len(set(wide)) == 6 and {scope_of[t] for t in wide} >= {"app/big", "app/small", "app/other"}
+    again = Curriculum.from_dict(curriculum.to_dict())
+    again.scope_of = scope_of
+    assert again.stratify and again.sample(tasks, 3, random.Random(5)) == curriculum.sample(tasks, 3, random.Random(5))
+    with pytest.raises(ValueError, match="scope 'family'"):
+        Curriculum(stratify=True)
+
+
 # -- optimizer ------------------------------------------------------------------------------------
 
 

@@ -126,12 +126,19 @@ class CurriculumSettings(_Section):
     enabled: bool = True
     scope: Literal["task", "family"] = "task"  # family: counts pooled per task family (see curriculum.py)
     rule: Literal["success_rate", "mixed_groups"] = "success_rate"  # mixed_groups: by share of groups with signal
+    stratify: bool = False  # scope family: a step's tasks come from distinct families, drawn ∝ weight
     min_attempts: int = Field(5, ge=1)
     easy_above: float = 0.75
     easy_weight: float = Field(0.1, ge=0)
     hard_below: float = 0.25
     hard_weight: float = Field(0.5, ge=0)
     default_weight: float = Field(1.0, ge=0)
+
+    @model_validator(mode="after")
+    def _stratify_needs_families(self) -> CurriculumSettings:
+        if self.stratify and self.scope != "family":
+            raise ValueError("curriculum.stratify draws one task per family: set curriculum.scope to 'family'")
+        return self
 
 
 class CheckpointSettings(_Section):

@@ -12,13 +12,17 @@ attempts do, and tell the sampler where the policy's groups have reward variance
 Rule `mixed_groups` weighs a key by the share of its groups that held both a success and a failure,
 Laplace-smoothed ((mixed + 1) / (groups + 2)): GRPO learns only from such groups, so this spends the
 rollouts where they teach, without thresholds to tune (an unseen key starts at 0.5).
+
+`stratify` (scope family) draws the step's families first, distinct and ∝ weight, then one task of each:
+a step's groups then come from different families, so an update sees the contexts where a shared
+decision (answer with the count, or assign the issue) goes each way, instead of one of them.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -54,10 +58,13 @@ class Curriculum:
     of tasks without replacement."""
 
     def __init__(self, rule: CurriculumRule | None = None, enabled: bool = True,
-                 scope: CurriculumScope = "task") -> None:
+                 scope: CurriculumScope = "task", stratify: bool = False) -> None:
+        if stratify and scope != "family":
+            raise ValueError("curriculum stratify needs scope 'family' (it draws one task per family)")
         self.rule = rule or CurriculumRule()
         self.enabled = enabled
         self.scope = scope
+        self.stratify = stratify
         self.scope_of: dict[str, str] = {}  # task id → its family key (scope family; not saved: from the tasks)
         self.attempts: dict[str, int] = {}
         self.successes: dict[str, int] = {}
@@ -86,19 +93,23 @@ class Curriculum:
                                 self.mixed.get(key, 0))
 
     def sample(self, task_ids: Sequence[str], n: int, rng: random.Random) -> list[str]:
-        """n distinct tasks drawn with probability ∝ weight (Efraimidis–Spirakis keys u^(1/w))."""
+        """n distinct tasks drawn with probability ∝ weight; stratified: distinct families first."""
         if n >= len(task_ids):
             order = list(task_ids)
             rng.shuffle(order)
             return order
-        keyed = []
+        if not self.stratify:
+            return _weighted_draw(task_ids, self.weight, n, rng)
+        by_family: dict[str, list[str]] = {}
         for task_id in task_ids:
-            weight = self.weight(task_id)
-            u = rng.random()
-            key = math.log(u) / weight if weight > 0 and u > 0 else -math.inf
-            keyed.append((key, task_id))
-        keyed.sort(key=lambda item: item[0], reverse=True)
-        return [task_id for _, task_id in keyed[:n]]
+            by_family.setdefault(self.key(task_id), []).append(task_id)
+        families = _weighted_draw(sorted(by_family), self._key_weight, n, rng)
+        chosen = [rng.choice(by_family[family]) for family in families]
+        if len(chosen) < n:  # fewer families than tasks a step: the rest as without stratification
+            taken = set(chosen)
+            rest = [task_id for task_id in task_ids if task_id not in taken]
+            chosen += _weighted_draw(rest, self.weight, n - len(chosen), rng)
+        return chosen
 
     def weight_counts(self) -> dict[str, int]:
         """How many tracked scope keys (tasks or families) sit at each weight (for metrics)."""
@@ -109,16 +120,27 @@ class Curriculum:
         return counts
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rule": asdict(self.rule), "enabled": self.enabled, "scope": self.scope,
+        return {"rule": asdict(self.rule), "enabled": self.enabled, "scope": self.scope, "stratify": self.stratify,
                 "attempts": dict(sorted(self.attempts.items())), "successes": dict(sorted(self.successes.items())),
                 "groups": dict(sorted(self.groups.items())), "mixed": dict(sorted(self.mixed.items()))}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Curriculum:
         curriculum = cls(CurriculumRule(**data.get("rule", {})), bool(data.get("enabled", True)),
-                         data.get("scope", "task"))
+                         data.get("scope", "task"), bool(data.get("stratify", False)))
         curriculum.attempts = {str(k): int(v) for k, v in data.get("attempts", {}).items()}
         curriculum.successes = {str(k): int(v) for k, v in data.get("successes", {}).items()}
         curriculum.groups = {str(k): int(v) for k, v in data.get("groups", {}).items()}
         curriculum.mixed = {str(k): int(v) for k, v in data.get("mixed", {}).items()}
         return curriculum
+
+
+def _weighted_draw(items: Sequence[str], weight: Callable[[str], float], n: int, rng: random.Random) -> list[str]:
+    """n distinct items drawn with probability ∝ weight (Efraimidis–Spirakis keys u^(1/w))."""
+    keyed = []
+    for item in items:
+        w = weight(item)
+        u = rng.random()
+        keyed.append((math.log(u) / w if w > 0 and u > 0 else -math.inf, item))
+    keyed.sort(key=lambda pair: pair[0], reverse=True)
+    return [item for _, item in keyed[:n]]

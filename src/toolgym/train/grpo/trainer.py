@@ -301,7 +301,8 @@ class _Run:
         rule = CurriculumRule(curriculum.min_attempts, curriculum.easy_above, curriculum.easy_weight,
                               curriculum.hard_below, curriculum.hard_weight, curriculum.default_weight,
                               kind=curriculum.rule)
-        state: dict[str, Any] = {"step": 0, "curriculum": Curriculum(rule, curriculum.enabled, curriculum.scope).to_dict(),
+        state: dict[str, Any] = {"step": 0, "curriculum": Curriculum(rule, curriculum.enabled, curriculum.scope,
+                                                                   curriculum.stratify).to_dict(),
                                  "best": {}, "tool_call_baseline": [], "elapsed_s": 0.0, "cpu_s": 0.0}
         if latest is not None:
             state.update(load_checkpoint(self.accelerator, latest))
