@@ -130,6 +130,38 @@ def test_resume_refuses_a_run_folder_with_other_settings(tmp_path: Path) -> None
         _run(toy_tasks()[:1], tmp_path, sampling=SamplingParams(temperature=0.7))
 
 
+def test_resume_refuses_new_weights_written_to_the_same_checkpoint_path(tmp_path: Path) -> None:
+    """A model retrained into the folder an earlier eval read must not append to that eval's rows."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from toolgym.policy.hf import HFPolicy
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir(), model)
+    sampling = SamplingParams(temperature=0.0, max_new_tokens=8)
+
+    def run(out: Path):  # type: ignore[no-untyped-def]
+        policy = HFPolicy(model)
+        try:
+            return _run(toy_tasks()[:1], out, policy, sampling=sampling, max_turns=1), policy.weights
+        finally:
+            asyncio.run(policy.close())
+
+    _, before = run(tmp_path / "eval")
+    assert run(tmp_path / "eval")[0].skipped == 1  # same weights: resumes
+    weights = load_file(model / "model.safetensors")
+    name = next(iter(weights))
+    weights[name] = weights[name] + torch.full_like(weights[name], 1e-3)
+    save_file(weights, model / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(RolloutError, match="weights: was"):
+        run(tmp_path / "eval")
+    _, after = run(tmp_path / "other")
+    assert before and after and before != after
+
+
 def test_retry_errors_reruns_only_error_rows(tmp_path: Path) -> None:
     tasks = [*toy_tasks()[:1], broken_tasks()[0]]
     _run(tasks, tmp_path)

@@ -139,14 +139,14 @@ async def run_eval(
                 tasks, handle, out_dir=out / GREEDY_DIR, samples_per_task=1,
                 sampling=config.greedy_sampling(), config={"eval_greedy": True}, **common,
             )
-        policy_name, checkpoint = handle.name, handle.checkpoint
+        policy_name, checkpoint, weights = handle.name, handle.checkpoint, getattr(handle, "weights", None)
     finally:
         if owns_policy:
             await handle.close()
     seconds = time.perf_counter() - started
     write_manifest(
         out, "eval",
-        policy=policy_name, checkpoint=checkpoint, tasks_path=str(tasks_path) if tasks_path else None,
+        policy=policy_name, checkpoint=checkpoint, weights=weights, tasks_path=str(tasks_path) if tasks_path else None,
         tasks_sha256=digest, task_count=len(tasks), config=asdict(config),
         trial_layout=TRIAL_LAYOUT,
         trials=[{"trial": t, "dir": f"{TRIAL_PREFIX}{t}", "seed": config.trial_sampling(t).seed,

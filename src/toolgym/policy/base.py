@@ -73,6 +73,7 @@ class Policy:
 
     name: str = "policy"
     checkpoint: str | None = None
+    weights: str | None = None  # fingerprint of the checkpoint's weight files (policy/weights.py), when local
     tokenizer: Any = None  # a transformers tokenizer in token mode; None in chat mode
 
     async def generate(self, request: GenerationRequest) -> Generation:

@@ -42,6 +42,7 @@ from toolgym.policy.shared_prefix import (
     plan_groups,
     worth_sharing,
 )
+from toolgym.policy.weights import weights_fingerprint
 
 # Reuse cached prefix states only if the part left to compute is under 1/RECOMPUTE_RATIO of the prompt.
 RECOMPUTE_RATIO = 4
@@ -102,6 +103,7 @@ class HFPolicy(Policy):
                     checkpoint=str(model_path.resolve()) + (f"+lora:{Path(lora).resolve()}" if lora else ""),
                     max_batch_size=max_batch_size, batch_wait_ms=batch_wait_ms, max_batch_wait_ms=max_batch_wait_ms,
                     seed=seed, prefix_cache_tokens=prefix_cache_tokens)
+        self.weights = weights_fingerprint(model_path, lora)
 
     def _adopt(self, model: Any, tokenizer: Any, *, name: str, checkpoint: str | None, max_batch_size: int,
                batch_wait_ms: float, max_batch_wait_ms: float, seed: int | None, prefix_cache_tokens: int,

@@ -50,8 +50,9 @@ from toolgym.schema.jsonl import JsonlWriter
 
 PolicySource = Policy | Callable[[], Policy]
 # Fields that must match for a resumed run to append to the same results.jsonl (the task file's
-# sha256 only when the tasks came from a file: an in-memory list may grow between calls).
-RESUME_KEYS = ("tasks_sha256", "policy", "checkpoint", "sampling")
+# sha256 only when the tasks came from a file: an in-memory list may grow between calls). `weights`
+# catches new weights written to the same checkpoint path; folders from before it are not compared.
+RESUME_KEYS = ("tasks_sha256", "policy", "checkpoint", "weights", "sampling")
 
 
 class RolloutError(RuntimeError):
@@ -206,6 +207,7 @@ async def run_rollout(
             "tasks_sha256": tasks_sha256 or tasks_digest(tasks),
             "policy": handle.name,
             "checkpoint": handle.checkpoint,
+            "weights": getattr(handle, "weights", None),
             "sampling": sampling.to_dict(),
             "seed": sampling.seed,
             "config": {
