@@ -50,6 +50,12 @@ def test_a_run_writes_metrics_evals_best_and_counts_errored_episodes(tmp_path: P
         assert row["scored_episodes"] == 18
         assert row["groups_with_signal"] + row["groups_zero_variance"] + row["groups_too_small"] == 8
         assert row["kl"] is not None and row["kl"] >= 0
+        families = row["families"]  # per env/family: the step's totals, split
+        assert set(families) == {"toy", "nowhere"}
+        assert sum(f["episodes"] for f in families.values()) == row["scored_episodes"]
+        assert sum(f["successes"] for f in families.values()) == row["successes"]
+        assert sum(f["groups_with_signal"] for f in families.values()) == row["groups_with_signal"]
+        assert families["nowhere"] == {"episodes": 0, "successes": 0, "groups_with_signal": 0}
     assert rows[0]["kl"] == pytest.approx(0.0, abs=1e-6)  # before any update the policy is the reference
     assert rows[1]["kl"] > 0
     # evals at steps 0 and 2, in the sweep layout, with the best step exported per split

@@ -41,7 +41,7 @@ from toolgym.train.checkpoint import (
     remove_partial_checkpoints,
     save_checkpoint,
 )
-from toolgym.train.grpo.advantages import GroupStats, build_groups
+from toolgym.train.grpo.advantages import Group, GroupStats, build_groups
 from toolgym.train.grpo.config import GRPOConfig
 from toolgym.train.grpo.curriculum import Curriculum, CurriculumRule
 from toolgym.train.grpo.losses import cross_entropy_logprobs
@@ -372,9 +372,26 @@ class _Run:
                                **rollout_metrics(episodes, group_stats, rewards), **stats.row(),
                                "updated": stats.optimizer_steps > 0,
                                "seconds_rollout": round(rollout_s, 3), "seconds_update": round(update_s, 3),
-                               "curriculum_weights": self.curriculum.weight_counts()}
+                               "curriculum_weights": self.curriculum.weight_counts(),
+                               "families": self.family_counts(groups)}
         row["tool_call_collapse"] = self._check_collapse(row, state)
         return row
+
+    def family_counts(self, groups: list[Group]) -> dict[str, dict[str, int]]:
+        """Per task family (env/family): scored episodes, successes and groups with signal this step.
+
+        A choice two families share can swing as a whole (one family's successes rise as the other's
+        fall); the step totals hide that, these counts show it.
+        """
+        counts: dict[str, dict[str, int]] = {}
+        for group in groups:
+            task = self.tasks_by_id.get(group.task_id)
+            name = f"{group.env}/{task.family}" if task is not None and task.family else group.env
+            row = counts.setdefault(name, {"episodes": 0, "successes": 0, "groups_with_signal": 0})
+            row["episodes"] += len(group.episodes)
+            row["successes"] += sum(e.succeeded for e in group.episodes)
+            row["groups_with_signal"] += int(group.has_signal)
+        return dict(sorted(counts.items()))
 
     def _check_all_errored(self, row: dict[str, Any], state: dict[str, Any]) -> None:
         """A step whose every episode errored trains nothing: say why at once, and stop when it keeps happening."""
