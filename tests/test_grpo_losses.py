@@ -232,6 +232,75 @@ def test_only_groups_with_signal_are_trained_and_weights_follow_the_aggregation(
     assert [i.advantage for i in flat] == pytest.approx([0.7071063, -0.7071063], abs=1e-6)
 
 
+def test_kl_quiet_episodes_trains_a_few_episodes_of_zero_variance_groups_at_advantage_zero() -> None:
+    sample = _sample([1, 2, 3], [0, 1, 1], [0, -1, -1])
+    episodes = [
+        _episode("t", 1.0, samples=[sample]), _episode("t", 0.0, samples=[sample]),
+        *[_episode("flat", 0.0, samples=[sample]) for _ in range(3)],
+    ]
+    groups, _ = build_groups(episodes, lambda env: 0.0)
+    per_episode = train_items(groups, kl_quiet_episodes=2)
+    assert len(per_episode) == 4  # 2 with signal + 2 of the flat group's 3
+    assert [items[0].advantage for items in per_episode][2:] == [0.0, 0.0]
+    flat = with_weights(per_episode, "sequence_mean", None)
+    assert [i.weight for i in flat] == pytest.approx([1 / (2 * 4)] * 4)  # quiet episodes count in the mean
+
+
+def test_kl_on_quiet_groups_pulls_a_drifted_policy_back_to_the_reference() -> None:
+    """Every group without reward variance: no policy gradient at all, and with kl_quiet_episodes the k3 KL
+    alone moves the weights, toward the reference."""
+    import contextlib
+    import copy
+
+    from transformers import AutoModelForCausalLM
+
+    from test_rollout_support import tiny_model_dir
+    from toolgym.train.grpo.losses import cross_entropy_logprobs, kl_k3
+    from toolgym.train.grpo.update import UpdateSettings, policy_update
+    from toolgym.train.loss import supervised_logits
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir())
+    reference = copy.deepcopy(model).eval().requires_grad_(False)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(0.05 * torch.randn_like(parameter))
+    ids = [torch.randint(5, 200, (12,)).tolist() for _ in range(3)]
+    mask = [0] * 6 + [1] * 6
+
+    def logprobs(net: torch.nn.Module, samples: list[TrainingSample]) -> torch.Tensor:
+        with torch.no_grad():
+            return cross_entropy_logprobs(*supervised_logits(net, collate(samples, pad_id=0)))
+
+    def with_sampler(row: list[int]) -> TrainingSample:
+        plain = _sample(row, mask, [0.0] * 12)
+        return _sample(row, mask, [0.0] * 6 + logprobs(model, [plain]).tolist())
+
+    samples = [with_sampler(row) for row in ids]
+    episodes = [_episode("quiet", 0.0, samples=[s]) for s in samples]
+
+    def kl() -> float:
+        return float(kl_k3(logprobs(model, samples[:2]), logprobs(reference, samples[:2])).mean())
+
+    def update(quiet: int) -> int:
+        groups, _ = build_groups(episodes, lambda env: 0.0)
+        settings = UpdateSettings(kl_coef=1.0, aggregation="sequence_mean", kl_quiet_episodes=quiet, update_epochs=8)
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        stats = policy_update(
+            model, optimizer, groups, settings, pad_id=0, device="cpu", rng=random.Random(0),
+            backward=lambda loss: loss.backward(),
+            clip_grad=lambda norm: float(torch.nn.utils.clip_grad_norm_(model.parameters(), norm)),
+            autocast=contextlib.nullcontext,
+            reference=lambda batch: cross_entropy_logprobs(*supervised_logits(reference, batch)))
+        return stats.optimizer_steps
+
+    drifted = kl()
+    assert drifted > 1e-3
+    assert update(quiet=0) == 0 and kl() == drifted  # quiet groups alone: nothing to train
+    assert update(quiet=2) == 8
+    assert kl() < 0.5 * drifted
+
+
 # -- curriculum ---------------------------------------------------------------------------------------
 
 

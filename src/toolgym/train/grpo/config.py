@@ -91,11 +91,17 @@ class LossSettings(_Section):
     aggregation: str = "token_mean"  # token_mean (DAPO) | sequence_mean (GRPO) | dr_grpo
     dr_grpo_constant: int | None = Field(None, ge=1)  # tokens per episode; default max_new_tokens × max_turns
     match_sampler_truncation: bool = True  # apply the sampler's top-p/top-k to the trainer's log-probs
+    # > 0: that many episodes of each group without reward variance enter the update for the KL term alone
+    # (advantage 0). Without them the KL only sees groups with signal, so a shift that also moves the quiet
+    # contexts (a bias rather than a per-prompt change) goes unpenalised where no reward pays for it.
+    kl_quiet_episodes: int = Field(0, ge=0)
 
     @model_validator(mode="after")
     def _aggregation(self) -> LossSettings:
         if self.aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}; got {self.aggregation!r}")
+        if self.kl_quiet_episodes and self.kl_coef <= 0:
+            raise ValueError("kl_quiet_episodes trains quiet groups for the KL term alone: it needs kl_coef > 0")
         return self
 
 

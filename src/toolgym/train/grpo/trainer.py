@@ -268,7 +268,7 @@ class _Run:
             temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k,
             match_sampler_truncation=loss.match_sampler_truncation, batch_tokens=config.optim.batch_tokens,
             mini_batches=config.optim.mini_batches, update_epochs=config.optim.update_epochs,
-            max_grad_norm=config.optim.max_grad_norm)
+            max_grad_norm=config.optim.max_grad_norm, kl_quiet_episodes=loss.kl_quiet_episodes)
 
     # -- resume -----------------------------------------------------------------------------------
 
@@ -358,7 +358,8 @@ class _Run:
         update_began = time.perf_counter()
         lr = float(self.scheduler.get_last_lr()[0])
         stats = UpdateStats()
-        if any(group.trained for group in groups):
+        quiet_kl = config.loss.kl_quiet_episodes > 0 and any(g.reason == "zero_variance" for g in groups)
+        if any(group.trained for group in groups) or quiet_kl:
             self.model.train()
             stats = policy_update(
                 self.model, self.optimizer, groups, self.update_settings, pad_id=self.pad_id,

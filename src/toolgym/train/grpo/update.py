@@ -56,6 +56,7 @@ class UpdateSettings:
     mini_batches: int = 1
     update_epochs: int = 1
     max_grad_norm: float = 1.0
+    kl_quiet_episodes: int = 0  # episodes of each zero-variance group trained for the KL term alone
 
 
 @dataclass
@@ -92,14 +93,18 @@ class UpdateStats:
         }
 
 
-def train_items(groups: list[Group]) -> list[list[TrainItem]]:
-    """Per trained episode (groups with signal, and a solved group's anchored episodes), its samples with the
-    episode's advantage."""
+def train_items(groups: list[Group], kl_quiet_episodes: int = 0) -> list[list[TrainItem]]:
+    """Per trained episode (groups with signal, a solved group's anchored episodes, and with
+    `kl_quiet_episodes` the first episodes of each zero-variance group, for the KL alone), its samples with
+    the episode's advantage."""
     episodes: list[list[TrainItem]] = []
     for group in groups:
-        if not group.trained:
+        quiet = kl_quiet_episodes if group.reason == "zero_variance" else 0
+        if not group.trained and not quiet:
             continue
-        for episode, advantage in zip(group.episodes, group.advantages, strict=True):
+        for index, (episode, advantage) in enumerate(zip(group.episodes, group.advantages, strict=True)):
+            if quiet and index >= quiet:
+                break
             if group.reason == "anchor" and advantage == 0.0:
                 continue  # beyond anchor_episodes: no gradient, no compute
             items = [TrainItem(sample, advantage, 0.0, len(episodes)) for sample in episode.samples
@@ -163,7 +168,7 @@ def policy_update(
     (LoRA: the adapter disabled; full weights: a frozen copy); None when no KL is wanted.
     """
     stats = UpdateStats()
-    episodes = train_items(groups)
+    episodes = train_items(groups, settings.kl_quiet_episodes if reference is not None else 0)
     if not episodes:
         return stats
     passes = [mini for _ in range(settings.update_epochs)
