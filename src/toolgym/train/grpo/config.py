@@ -97,7 +97,7 @@ class LossSettings(_Section):
     kl_quiet_episodes: int = Field(0, ge=0)
 
     @model_validator(mode="after")
-    def _aggregation(self) -> LossSettings:
+    def _consistent(self) -> LossSettings:
         if self.aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}; got {self.aggregation!r}")
         if self.kl_quiet_episodes and self.kl_coef <= 0:
