@@ -139,7 +139,7 @@ async def run_eval(
                 tasks, handle, out_dir=out / GREEDY_DIR, samples_per_task=1,
                 sampling=config.greedy_sampling(), config={"eval_greedy": True}, **common,
             )
-        policy_name, checkpoint, weights = handle.name, handle.checkpoint, getattr(handle, "weights", None)
+        policy_name, checkpoint, weights = handle.name, handle.checkpoint, handle.weights
     finally:
         if owns_policy:
             await handle.close()

@@ -207,7 +207,7 @@ async def run_rollout(
             "tasks_sha256": tasks_sha256 or tasks_digest(tasks),
             "policy": handle.name,
             "checkpoint": handle.checkpoint,
-            "weights": getattr(handle, "weights", None),
+            "weights": handle.weights,
             "sampling": sampling.to_dict(),
             "seed": sampling.seed,
             "config": {

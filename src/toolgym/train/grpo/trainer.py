@@ -47,7 +47,7 @@ from toolgym.train.grpo.curriculum import Curriculum, CurriculumRule
 from toolgym.train.grpo.losses import cross_entropy_logprobs
 from toolgym.train.grpo.policy import SharedModelPolicy
 from toolgym.train.grpo.rollouts import RolloutPool, step_sampling
-from toolgym.train.grpo.update import UpdateSettings, UpdateStats, policy_update
+from toolgym.train.grpo.update import UpdateSettings, policy_update
 from toolgym.train.loss import supervised_logits
 from toolgym.train.metrics import MetricsLog
 from toolgym.train.optim import build_optimizer, build_scheduler
@@ -357,15 +357,12 @@ class _Run:
         rewards = [r for g in groups for r in g.rewards]
         update_began = time.perf_counter()
         lr = float(self.scheduler.get_last_lr()[0])
-        stats = UpdateStats()
-        quiet_kl = config.loss.kl_quiet_episodes > 0 and any(g.reason == "zero_variance" for g in groups)
-        if any(group.trained for group in groups) or quiet_kl:
-            self.model.train()
-            stats = policy_update(
-                self.model, self.optimizer, groups, self.update_settings, pad_id=self.pad_id,
-                device=self.accelerator.device, rng=random.Random(f"toolgym-grpo-mini/{config.seed}/{step}"),
-                backward=self.accelerator.backward,
-                clip_grad=self._clip_grad, autocast=self.accelerator.autocast, reference=self.reference())
+        self.model.train()
+        stats = policy_update(  # no optimizer step when no episode is trained (train_items decides which)
+            self.model, self.optimizer, groups, self.update_settings, pad_id=self.pad_id,
+            device=self.accelerator.device, rng=random.Random(f"toolgym-grpo-mini/{config.seed}/{step}"),
+            backward=self.accelerator.backward,
+            clip_grad=self._clip_grad, autocast=self.accelerator.autocast, reference=self.reference())
         for _ in range(stats.optimizer_steps):  # the schedule counts optimizer steps (none without signal)
             self.scheduler.step()
         update_s = time.perf_counter() - update_began

@@ -93,20 +93,24 @@ class UpdateStats:
         }
 
 
+def trained_episode_count(group: Group, kl_quiet_episodes: int = 0) -> int:
+    """How many of the group's leading episodes the update trains: all of a group with signal, a solved
+    group's anchored ones (the leading non-zero advantages), `kl_quiet_episodes` of a zero-variance group."""
+    if group.reason == "signal":
+        return len(group.episodes)
+    if group.reason == "anchor":
+        return sum(advantage != 0.0 for advantage in group.advantages)
+    if group.reason == "zero_variance":
+        return kl_quiet_episodes
+    return 0
+
+
 def train_items(groups: list[Group], kl_quiet_episodes: int = 0) -> list[list[TrainItem]]:
-    """Per trained episode (groups with signal, a solved group's anchored episodes, and with
-    `kl_quiet_episodes` the first episodes of each zero-variance group, for the KL alone), its samples with
-    the episode's advantage."""
+    """Per trained episode (see `trained_episode_count`), its samples with the episode's advantage."""
     episodes: list[list[TrainItem]] = []
     for group in groups:
-        quiet = kl_quiet_episodes if group.reason == "zero_variance" else 0
-        if not group.trained and not quiet:
-            continue
-        for index, (episode, advantage) in enumerate(zip(group.episodes, group.advantages, strict=True)):
-            if quiet and index >= quiet:
-                break
-            if group.reason == "anchor" and advantage == 0.0:
-                continue  # beyond anchor_episodes: no gradient, no compute
+        count = trained_episode_count(group, kl_quiet_episodes)
+        for episode, advantage in zip(group.episodes[:count], group.advantages[:count], strict=True):
             items = [TrainItem(sample, advantage, 0.0, len(episodes)) for sample in episode.samples
                      if supervised_count(sample) > 0]
             if items:
