@@ -15,7 +15,8 @@ console = Console()
 def diff(
     run_a: Path = typer.Argument(..., help="Run A (before): a rollout folder, an eval folder or a results.jsonl."),
     run_b: Path = typer.Argument(..., help="Run B (after), on the same tasks."),
-    greedy: bool = typer.Option(False, "--greedy", help="Compare the runs' greedy/ passes instead of their trials."),
+    greedy: bool = typer.Option(False, "--greedy", help="Compare the runs' greedy/ passes instead of their trials "
+                                "(the default when a run has no trials, e.g. a greedy-only eval)."),
     markdown: Path | None = typer.Option(None, "--markdown", help="Also write the tables to this markdown file."),
 ) -> None:
     """Calls per tool, turns, format errors, error/timeout/final-answer/tool-call rates, tokens, flipped tasks."""
@@ -23,7 +24,7 @@ def diff(
     from toolgym.eval.traces import diff_runs, diff_tables
 
     try:
-        result = diff_runs(load_run(run_a, name=str(run_a)), load_run(run_b, name=str(run_b)), greedy=greedy)
+        result = diff_runs(load_run(run_a, name=str(run_a)), load_run(run_b, name=str(run_b)), greedy=greedy or None)
     except (FileNotFoundError, ValueError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc

@@ -30,6 +30,7 @@ from toolgym.eval.leakage import LeakageReport, PromptItem, check_leakage, read_
 from toolgym.eval.records import RunRecords, load_run
 from toolgym.eval.report_page import VIEWER_HTML, page
 from toolgym.eval.report_sources import (
+    CONTROL_STAGES,
     Stage,
     discover_runs,
     find_tasks_file,
@@ -40,6 +41,7 @@ from toolgym.eval.report_sources import (
     stage_rank,
 )
 from toolgym.eval.report_viewer import choose_episodes, viewer_episode
+from toolgym.eval.stage_flips import stage_flips, stage_flips_table
 from toolgym.eval.stats import Rate, newcombe_interval, two_proportion_test
 from toolgym.eval.summary import SPLIT_GROUPS, SPLIT_TITLES, EvalSummary, summarize
 from toolgym.eval.sweep import EVALS_DIR, SweepResult, find_evals, sweep, sweep_tables
@@ -164,6 +166,7 @@ def build_report(run_dir: str | Path, options: ReportOptions | None = None) -> R
     viewer = _viewer_section(report, runs, ordered, diff, options.max_episodes_per_run, root)  # assigns ids
     if diff is not None:
         _before_after_section(report, summaries[before_name], summaries[after_name], diff)  # type: ignore[index]
+        _stage_flips(report, [runs[n] for n in ordered if n not in step_runs and not _is_control(n)])
     _leakage_section(report, tasks, root, options.train_data, runs)
     report.sections.append(viewer)
     _provenance_section(report, manifest, summary_json)
@@ -377,13 +380,30 @@ def _before_after_section(report: Report, before: EvalSummary, after: EvalSummar
                        "episodes is in the trace diff."]
         section.table(table)
     report.sections.append(section)
-    trace = Section("trace-diff", "Trace diff", "How behaviour changed between the two runs, and which tasks flipped.")
+    measure = "their greedy passes" if diff.measure == "greedy" else "their sampled episodes"
+    trace = Section("trace-diff", "Trace diff",
+                    f"How behaviour changed between the two runs ({measure}), and which tasks flipped.")
     trace.table(success_table(diff))
     trace.table(behaviour_table(diff))
     trace.table(tool_calls_table(diff))
     _flips(trace, diff, report.episode_ids)
     report.sections.append(trace)
     report.meta["compared"] = f"{before.name} → {after.name}"
+
+
+def _is_control(name: str) -> bool:
+    return any(re.search(rf"(^|[^a-z]){word}([^a-z]|$)", name.lower()) for word in CONTROL_STAGES)
+
+
+def _stage_flips(report: Report, runs: list[RunRecords]) -> None:
+    """With three or more runs of the same tasks: what each one won and lost against the one before it."""
+    chain = stage_flips(runs)
+    if len(chain) < 2:
+        return
+    section = Section("stage-flips", "Stage by stage", "Which tasks each run won and lost against the one before it, "
+                      "by task family.")
+    section.table(stage_flips_table(chain))
+    report.sections.append(section)
 
 
 def _episode_link(episode_id: str | None, text: str) -> str:

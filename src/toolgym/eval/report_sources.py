@@ -17,6 +17,7 @@ from toolgym.eval.records import GREEDY_DIR, TRIAL_PREFIX, is_run_folder
 from toolgym.schema.jsonl import iter_json_rows
 
 STAGE_ORDER = ("untrained", "base", "baseline", "before", "teacher", "random_init", "sft", "rft", "grpo", "after", "final")
+CONTROL_STAGES = ("random_init",)  # beside the stages, not one of them: left out of the stage-by-stage flips
 SECONDS_KEYS = ("seconds", "duration_s", "elapsed_s", "wall_s", "time_s")
 STEP_KEYS = ("step", "global_step", "iteration")
 PREFERRED_METRICS = (

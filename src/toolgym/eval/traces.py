@@ -4,7 +4,8 @@ Behaviour (tool calls per tool, turns, format errors, final answers, tokens, too
 measured over scored episodes; error and timeout rates over all episodes. Success is compared on
 the same denominator: only episodes present and scored in both runs, paired by
 (trial, task, sample) — or by the i-th sample of each task when the runs' trials differ — with
-a two-proportion z-test and McNemar's exact test on the pairs.
+a two-proportion z-test and McNemar's exact test on the pairs. The sampled trials are compared when
+both runs have them, else the greedy passes (a greedy-only eval, `--trials 0`, has nothing else).
 """
 
 from __future__ import annotations
@@ -148,6 +149,7 @@ class TraceDiff:
     same_denominator: Comparison | None
     paired_test: Comparison | None
     flips: list[Flip]
+    measure: str = "sampled"  # which episodes were compared: "sampled" (the trials) or "greedy"
 
     @property
     def fail_to_pass(self) -> list[Flip]:
@@ -177,8 +179,16 @@ def pair_records(a: list[EpisodeRecord], b: list[EpisodeRecord]) -> tuple[dict[K
     return _ordinal_keys(a), _ordinal_keys(b), "i-th sample of each task (the runs' trials differ)"
 
 
-def diff_runs(run_a: RunRecords, run_b: RunRecords, *, greedy: bool = False) -> TraceDiff:
-    """Compare B against A (A = before, B = after)."""
+def compares_greedy(run_a: RunRecords, run_b: RunRecords) -> bool:
+    """Whether the default comparison is the greedy passes: both runs have one, and a side has no trials."""
+    return bool(run_a.greedy and run_b.greedy and not (run_a.sampled and run_b.sampled))
+
+
+def diff_runs(run_a: RunRecords, run_b: RunRecords, *, greedy: bool | None = None) -> TraceDiff:
+    """Compare B against A (A = before, B = after); greedy None: the trials, or the greedy passes when a side
+    has no trials (so a greedy-only eval is not reported as "no scored pairs")."""
+    if greedy is None:
+        greedy = compares_greedy(run_a, run_b)
     records_a = run_a.greedy if greedy else run_a.sampled
     records_b = run_b.greedy if greedy else run_b.sampled
     if greedy and not (records_a and records_b):
@@ -208,7 +218,7 @@ def diff_runs(run_a: RunRecords, run_b: RunRecords, *, greedy: bool = False) -> 
         a=trace_stats(run_a.name, records_a), b=trace_stats(run_b.name, records_b), pairs=pairs,
         unpaired_a=len(keyed_a) - len(shared), unpaired_b=len(keyed_b) - len(shared),
         errored_pairs=len(pairs_all) - len(pairs), pairing=pairing, same_denominator=same_denominator,
-        paired_test=paired_test, flips=flips,
+        paired_test=paired_test, flips=flips, measure="greedy" if greedy else "sampled",
     )
 
 
@@ -287,12 +297,16 @@ def tool_calls_table(diff: TraceDiff) -> TextTable:
     return table
 
 
+_MEASURES = {"sampled": "sampled episodes", "greedy": "greedy (temperature 0) episodes"}
+
+
 def success_table(diff: TraceDiff) -> TextTable:
     table = TextTable(
         title="Success on the same denominator",
         header=["Comparison", "A", "B", "Δ (B − A) [95% CI]", "p"],
         notes=[
-            f"Pairs: episodes present and scored in both runs, matched by {diff.pairing}. Left out and counted: "
+            f"Pairs: {_MEASURES[diff.measure]} present and scored in both runs, matched by {diff.pairing}. "
+            "Left out and counted: "
             f"{diff.errored_pairs} pair(s) with an errored side, {diff.unpaired_a} episode(s) only in A, "
             f"{diff.unpaired_b} only in B.",
             "Intervals: Newcombe's (from the two Wilson intervals) for the two-proportion row; Wald on the paired "
