@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from test_eval_support import episode
 from toolgym.eval.records import load_run
 from toolgym.eval.report import write_report
 from toolgym.eval.stage_flips import stage_flips, stage_flips_table
 from toolgym.eval.traces import diff_runs
+from toolgym.pipeline.summary import acceptance, comparisons, stage_results, task_flips
 from toolgym.rollout.results import episode_to_row
 
 FAMILY = {"T1": "assign", "T2": "assign", "T3": "count", "T4": "count", "T5": "close"}
@@ -73,3 +76,19 @@ def test_pipeline_report_has_the_stage_by_stage_section_without_the_control(tmp_
     assert "random_init" not in section
     trace = text.split("## Trace diff", 1)[1].split("\n## ", 1)[0]
     assert "(their greedy passes)" in trace and "no scored pairs" not in trace
+
+
+def test_summary_comparisons_carry_the_tasks_won_and_lost_and_the_paired_test(tmp_path: Path) -> None:
+    dirs = {"untrained": _greedy_run(tmp_path / "untrained", set()),
+            "sft": _greedy_run(tmp_path / "sft", {"T1", "T2", "T3"}),
+            "grpo": _greedy_run(tmp_path / "grpo", {"T1", "T2", "T3", "T4", "T5"})}
+    results = stage_results(dirs, [1])
+    flips = task_flips(dirs)
+    found = {(c["from"], c["to"]): c for c in comparisons(results, flips) if c["split"] == "heldout_tasks"}
+    gain = found[("sft", "grpo")]
+    assert (gain["tasks_won"], gain["tasks_lost"]) == (2, 0)
+    assert gain["by_family"] == {"code_host/close": {"won": 1, "lost": 0}, "code_host/count": {"won": 1, "lost": 0}}
+    assert gain["paired_p_value"] == pytest.approx(0.5)  # exact binomial: 2 discordant pairs, both one way
+    verdict = acceptance(results, "heldout_tasks", 0.3, 5.0, flips)
+    assert (verdict["grpo_tasks_won"], verdict["grpo_tasks_lost"]) == (2, 0)
+    assert verdict["grpo_gain_paired_p_value"] == pytest.approx(0.5) and verdict["grpo_meets_gain"]

@@ -56,6 +56,10 @@ def test_the_pipeline_runs_every_stage_then_skips_them(tmp_path: Path) -> None:
             assert "1" in numbers["pass_at_k"]
     pairs = {(c["from"], c["to"], c["split"]) for c in summary["comparisons"]}
     assert ("untrained", "sft", "heldout_tasks") in pairs and ("sft", "grpo", "heldout_env") in pairs
+    for comparison in summary["comparisons"]:  # the same 2 tasks paired: what was won and lost, and McNemar
+        assert comparison["tasks_won"] + comparison["tasks_lost"] <= 2 and 0 < comparison["paired_p_value"] <= 1
+        assert sum(f["won"] + f["lost"] for f in comparison["by_family"].values()) == (
+            comparison["tasks_won"] + comparison["tasks_lost"])
     assert summary["acceptance"]["split"] == "heldout_tasks" and "sft_meets_min" in summary["acceptance"]
     on_disk = json.loads((run / "summary.json").read_text())
     assert on_disk["results"] == summary["results"]

@@ -19,7 +19,7 @@ from typing import Any
 from toolgym.dataset.manifest import read_manifest, write_manifest
 from toolgym.pipeline import stages
 from toolgym.pipeline.config import STAGES, PipelineConfig
-from toolgym.pipeline.summary import acceptance, comparisons, stage_results, write_if_changed
+from toolgym.pipeline.summary import acceptance, comparisons, stage_results, task_flips, write_if_changed
 
 SUMMARY_FILE = "summary.json"
 
@@ -72,6 +72,7 @@ def build_summary(ctx: stages.Context, records: dict[str, dict[str, Any]]) -> di
     eval_dirs = {s: stages.eval_dir(ctx, s) for s in config.eval.stages
                  if (stages.eval_dir(ctx, s) / "eval.json").is_file()}
     results = stage_results(eval_dirs, ks)
+    flips = task_flips(eval_dirs)
     # The report stage is left out: it reads this file, and its own record would make it stale at once.
     stage_rows = [{"name": name, **{k: v for k, v in records.get(name, {"status": "not_run"}).items()
                                     if k in ("status", "seconds", "cpu_seconds", "error", "detail")}}
@@ -85,9 +86,9 @@ def build_summary(ctx: stages.Context, records: dict[str, dict[str, Any]]) -> di
         "cpu_minutes": round(sum(r.get("cpu_seconds", 0.0) for r in ran) / 60, 2),
         "measure": "greedy pass@1 where the eval ran a greedy pass, else sampled successes / scored episodes",
         "results": results,
-        "comparisons": comparisons(results),
+        "comparisons": comparisons(results, flips),
         "acceptance": acceptance(results, config.acceptance.split, config.acceptance.sft_min_pass_rate,
-                                 config.acceptance.grpo_min_gain_points),
+                                 config.acceptance.grpo_min_gain_points, flips),
     }
 
 

@@ -1,5 +1,6 @@
 """summary.json: per stage (untrained, random_init, sft, rft, grpo) and held-out split, successes over scored
-episodes, errored episodes, pass@k, and the stage-to-stage two-proportion tests.
+episodes, errored episodes, pass@k, and the stage-to-stage tests: two-proportion on the headline rates,
+and McNemar's paired test with the tasks won and lost (by family) on the same episodes.
 
 Errored episodes are counted and left out of every denominator. The headline rate of a stage is its
 greedy pass@1 when the eval ran a greedy pass, else its sampled successes / scored episodes.
@@ -58,7 +59,45 @@ def stage_results(eval_dirs: dict[str, Path], ks: list[int]) -> dict[str, dict[s
     return results
 
 
-def comparisons(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+FlipKey = tuple[str, str, str]  # (from stage, to stage, split)
+
+
+def task_flips(eval_dirs: dict[str, Path]) -> dict[FlipKey, dict[str, Any]]:
+    """Per comparison and split: tasks won and lost, by `env/family`, and McNemar's test on the paired
+    episodes (the greedy passes when both evals ran one, as the headline does)."""
+    from toolgym.eval.records import RunRecords, load_run
+    from toolgym.eval.stage_flips import family_of
+    from toolgym.eval.traces import diff_runs
+
+    runs = {stage: load_run(folder, name=stage) for stage, folder in eval_dirs.items()}
+    found: dict[FlipKey, dict[str, Any]] = {}
+    for before, after in COMPARISONS:
+        if before not in runs or after not in runs:
+            continue
+        a, b = runs[before], runs[after]
+        for split in SPLITS:
+            def only(run: RunRecords, split: str = split) -> RunRecords:
+                return RunRecords(run.name, run.root, [r for r in run.sampled if r.split == split],
+                                  [r for r in run.greedy if r.split == split])
+
+            split_a, split_b = only(a), only(b)
+            diff = diff_runs(split_a, split_b, greedy=bool(split_a.greedy and split_b.greedy))
+            if diff.paired_test is None:
+                continue
+            by_family: dict[str, dict[str, int]] = {}
+            for flip in diff.flips:
+                counts = by_family.setdefault(family_of(flip.a_records[0]), {"won": 0, "lost": 0})
+                counts["won" if flip.b_passes else "lost"] += 1
+            found[(before, after, split)] = {
+                "tasks_won": len(diff.fail_to_pass), "tasks_lost": len(diff.pass_to_fail),
+                "by_family": dict(sorted(by_family.items())), "paired_p_value": diff.paired_test.p_value,
+                "paired_test": diff.paired_test.test,
+            }
+    return found
+
+
+def comparisons(results: dict[str, dict[str, Any]], flips: dict[FlipKey, dict[str, Any]] | None = None
+                ) -> list[dict[str, Any]]:
     found = []
     for before, after in COMPARISONS:
         for split in SPLITS:
@@ -74,13 +113,14 @@ def comparisons(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
                 "from_rate": f"{rate_a.successes}/{rate_a.total}", "to_rate": f"{rate_b.successes}/{rate_b.total}",
                 "difference_pp": round(100 * test.difference, 3),
                 "ci95_pp": [round(100 * test.interval[0], 3), round(100 * test.interval[1], 3)],
-                "p_value": test.p_value, "test": test.test,
+                "p_value": test.p_value, "test": test.test, **(flips or {}).get((before, after, split), {}),
             })
     return found
 
 
-def acceptance(results: dict[str, dict[str, Any]], split: str, sft_min: float, gain_points: float) -> dict[str, Any]:
-    """The quickstart's promise, evaluated (reported, not enforced)."""
+def acceptance(results: dict[str, dict[str, Any]], split: str, sft_min: float, gain_points: float,
+               flips: dict[FlipKey, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The quickstart's promise, evaluated (reported, not enforced); with `flips`, GRPO's tasks won and lost."""
     sft, grpo, untrained, control = (results.get(s, {}).get(split) for s in ("sft", "grpo", "untrained", "random_init"))
     verdict: dict[str, Any] = {"split": split, "sft_min_pass_rate": sft_min, "grpo_min_gain_points": gain_points}
     if untrained is not None:
@@ -99,6 +139,10 @@ def acceptance(results: dict[str, dict[str, Any]], split: str, sft_min: float, g
             verdict["grpo_gain_points"] = round(100 * test.difference, 3)
             verdict["grpo_gain_p_value"] = test.p_value
             verdict["grpo_meets_gain"] = 100 * test.difference >= gain_points
+        paired = (flips or {}).get(("sft", "grpo", split))
+        if paired is not None:
+            verdict["grpo_tasks_won"], verdict["grpo_tasks_lost"] = paired["tasks_won"], paired["tasks_lost"]
+            verdict["grpo_gain_paired_p_value"] = paired["paired_p_value"]
     return verdict
 
 
