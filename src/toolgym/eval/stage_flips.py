@@ -34,6 +34,28 @@ def family_of(record: EpisodeRecord) -> str:
     return f"{record.env}/{family}" if family else record.env
 
 
+def _only_split(run: RunRecords, split: str | None) -> RunRecords:
+    if split is None:
+        return run
+    return RunRecords(run.name, run.root, [r for r in run.sampled if r.split == split],
+                      [r for r in run.greedy if r.split == split], run.manifest)
+
+
+def flips_between(run_a: RunRecords, run_b: RunRecords, split: str | None = None) -> StageFlips | None:
+    """B against A on the headline measure (the greedy passes when both runs have one, else the trials),
+    over one split or all; None when no scored episode pairs up."""
+    a, b = _only_split(run_a, split), _only_split(run_b, split)
+    diff = diff_runs(a, b, greedy=bool(a.greedy and b.greedy) or None)
+    if not diff.pairs:
+        return None
+    won: Counter[str] = Counter()
+    lost: Counter[str] = Counter()
+    for flip in diff.flips:
+        (won if flip.b_passes else lost)[family_of(flip.a_records[0])] += 1
+    return StageFlips(run_a.name, run_b.name, diff.measure, len({x.task_id for x, _ in diff.pairs}), won, lost,
+                      diff.paired_test)
+
+
 def stage_flips(runs: list[RunRecords]) -> list[StageFlips]:
     """Flips between each run and the next; runs that share no scored task with the one before are skipped."""
     chain: list[StageFlips] = []
@@ -42,15 +64,10 @@ def stage_flips(runs: list[RunRecords]) -> list[StageFlips]:
         if before is None:
             before = run
             continue
-        diff = diff_runs(before, run)
-        if not diff.pairs:
+        item = flips_between(before, run)
+        if item is None:
             continue
-        won: Counter[str] = Counter()
-        lost: Counter[str] = Counter()
-        for flip in diff.flips:
-            (won if flip.b_passes else lost)[family_of(flip.a_records[0])] += 1
-        chain.append(StageFlips(before.name, run.name, diff.measure, len({a.task_id for a, _ in diff.pairs}),
-                                won, lost, diff.paired_test))
+        chain.append(item)
         before = run
     return chain
 

@@ -65,33 +65,23 @@ FlipKey = tuple[str, str, str]  # (from stage, to stage, split)
 def task_flips(eval_dirs: dict[str, Path]) -> dict[FlipKey, dict[str, Any]]:
     """Per comparison and split: tasks won and lost, by `env/family`, and McNemar's test on the paired
     episodes (the greedy passes when both evals ran one, as the headline does)."""
-    from toolgym.eval.records import RunRecords, load_run
-    from toolgym.eval.stage_flips import family_of
-    from toolgym.eval.traces import diff_runs
+    from toolgym.eval.records import load_run
+    from toolgym.eval.stage_flips import flips_between
 
     runs = {stage: load_run(folder, name=stage) for stage, folder in eval_dirs.items()}
     found: dict[FlipKey, dict[str, Any]] = {}
     for before, after in COMPARISONS:
         if before not in runs or after not in runs:
             continue
-        a, b = runs[before], runs[after]
         for split in SPLITS:
-            def only(run: RunRecords, split: str = split) -> RunRecords:
-                return RunRecords(run.name, run.root, [r for r in run.sampled if r.split == split],
-                                  [r for r in run.greedy if r.split == split])
-
-            split_a, split_b = only(a), only(b)
-            diff = diff_runs(split_a, split_b, greedy=bool(split_a.greedy and split_b.greedy))
-            if diff.paired_test is None:
+            item = flips_between(runs[before], runs[after], split)
+            if item is None or item.paired_test is None:
                 continue
-            by_family: dict[str, dict[str, int]] = {}
-            for flip in diff.flips:
-                counts = by_family.setdefault(family_of(flip.a_records[0]), {"won": 0, "lost": 0})
-                counts["won" if flip.b_passes else "lost"] += 1
+            families = sorted(set(item.won) | set(item.lost))
             found[(before, after, split)] = {
-                "tasks_won": len(diff.fail_to_pass), "tasks_lost": len(diff.pass_to_fail),
-                "by_family": dict(sorted(by_family.items())), "paired_p_value": diff.paired_test.p_value,
-                "paired_test": diff.paired_test.test,
+                "tasks_won": sum(item.won.values()), "tasks_lost": sum(item.lost.values()),
+                "by_family": {f: {"won": item.won[f], "lost": item.lost[f]} for f in families},
+                "paired_p_value": item.paired_test.p_value, "paired_test": item.paired_test.test,
             }
     return found
 
