@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from toolgym.eval.stats import Rate
 from toolgym.pipeline.config import load_pipeline_config, pipeline_config_from_dict
 from toolgym.pipeline.summary import acceptance, comparisons, headline
 from toolgym.train.grpo.config import ConfigError
@@ -35,6 +36,8 @@ def test_quickstart_is_a_cpu_run_of_the_tiny_default() -> None:
     ({"grpo": {"settings": {"model": "x"}}}, r"grpo.settings.model is set by the pipeline"),
     ({"grpo": {"settings": {"loss": {"clip_hi": 0.3}}}}, r"grpo.settings: field loss.clip_hi"),
     ({"eval": {"settings": {"k": [1]}}}, r"unknown EvalConfig setting\(s\) k"),
+    ({"eval": {"stage_settings": {"grpo": {"sample": 4}}}}, r"EvalConfig \(eval.stage_settings.grpo\) setting\(s\) sample"),
+    ({"eval": {"stage_settings": {"dpo": {"trials": 1}}}}, r"field eval.stage_settings.dpo"),
     ({"tasks": {"build": {"app": ["booking"]}}}, r"unknown BuildConfig setting\(s\) app"),
     ({"teacher": {"polcy": "oracle"}}, r"field teacher.polcy"),
     ({"tasks": {"eval_limit": {"heldout": 3}}}, r"field tasks.eval_limit"),
@@ -79,9 +82,14 @@ def test_comparisons_use_the_greedy_rate_and_a_two_proportion_test() -> None:
         "grpo": {"heldout_tasks": _numbers(25, 60, greedy=(26, 60)), "heldout_env": _numbers(1, 40, greedy=(0, 40))},
     }
     assert headline(results["sft"]["heldout_tasks"]).successes == 20
-    found = {(c["from"], c["to"], c["split"]): c for c in comparisons(results)}
+    every = comparisons(results)
+    found = {(c["from"], c["to"], c["split"]): c for c in every if c["measure"] == "greedy"}
     assert set(found) == {("untrained", "sft", "heldout_tasks"), ("sft", "grpo", "heldout_tasks"),
                           ("untrained", "grpo", "heldout_tasks")}
+    # the sampled trials ran beside the greedy pass: each comparison also on them, as its own row
+    beside = {(c["from"], c["to"]): c for c in every if c["measure"] == "sampled"}
+    assert set(beside) == {(a, b) for a, b, _ in found}
+    assert (beside[("sft", "grpo")]["from_rate"], beside[("sft", "grpo")]["to_rate"]) == ("15/58", "25/60")
     sft_grpo = found[("sft", "grpo", "heldout_tasks")]
     assert (sft_grpo["from_rate"], sft_grpo["to_rate"]) == ("20/60", "26/60")
     assert sft_grpo["difference_pp"] == pytest.approx(10.0)
@@ -90,8 +98,11 @@ def test_comparisons_use_the_greedy_rate_and_a_two_proportion_test() -> None:
     verdict = acceptance(results, "heldout_tasks", 0.30, 5.0)
     assert verdict["sft_meets_min"] is True  # 20/60 = 33%
     assert verdict["grpo_meets_gain"] is True and verdict["grpo_gain_points"] == pytest.approx(10.0)
+    assert (verdict["sft_sampled"], verdict["grpo_sampled"]) == (str(Rate(15, 58)), str(Rate(25, 60)))
+    assert verdict["grpo_sampled_gain_points"] == pytest.approx(100 * (25 / 60 - 15 / 58), abs=1e-3)
     assert verdict["untrained"].startswith("0/60") and "random_init" not in verdict
     results["random_init"] = {"heldout_tasks": _numbers(2, 60, greedy=(1, 60))}
-    control = {(c["from"], c["to"]): c for c in comparisons(results) if c["split"] == "heldout_tasks"}
+    control = {(c["from"], c["to"]): c for c in comparisons(results)
+               if c["split"] == "heldout_tasks" and c["measure"] == "greedy"}
     assert control[("random_init", "sft")]["from_rate"] == "1/60"
     assert acceptance(results, "heldout_tasks", 0.30, 5.0)["random_init"].startswith("1/60")

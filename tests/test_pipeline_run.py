@@ -101,7 +101,8 @@ def test_the_cli_runs_a_config_file_with_the_random_init_control(tmp_path: Path)
 
     config = small_config(tmp_path / "run", rft={"enabled": False}, random_init={"enabled": True, "seed": 3},
                           eval={"stages": ["untrained", "random_init", "sft"],
-                                "settings": {"trials": 0, "max_new_tokens": 12, "max_turns": 2}})
+                                "settings": {"trials": 0, "max_new_tokens": 12, "max_turns": 2},
+                                "stage_settings": {"sft": {"trials": 1, "samples_per_task": 2}}})
     config["grpo"]["enabled"] = False
     config["sft"]["max_steps"] = 1
     path = tmp_path / "pipe.yaml"
@@ -113,6 +114,11 @@ def test_the_cli_runs_a_config_file_with_the_random_init_control(tmp_path: Path)
     statuses = {s["name"]: s["status"] for s in summary["stages"]}
     assert statuses["grpo"] == "disabled" and statuses["random_init"] == "done"
     assert set(summary["results"]) == {"untrained", "random_init", "sft"}
+    # eval.stage_settings: SFT's eval ran a sampled trial (2 samples a task) beside the greedy pass, no other did
+    assert (run / "eval" / "sft" / "trial-1").is_dir() and not (run / "eval" / "untrained" / "trial-1").exists()
+    sft_numbers = summary["results"]["sft"]["heldout_tasks"]
+    assert "greedy_only" not in sft_numbers and sft_numbers["episodes"] == 2 * sft_numbers["greedy"]["episodes"]
+    assert summary["results"]["untrained"]["heldout_tasks"]["greedy_only"]
     assert ("random_init", "sft", "heldout_tasks") in {(c["from"], c["to"], c["split"]) for c in summary["comparisons"]}
     # the control trains the same way (same steps) from fresh weights of the base's shape and tokenizer
     control = run / "random_init"

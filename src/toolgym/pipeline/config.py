@@ -124,6 +124,10 @@ class EvalSettings(_Section):
     stages: list[Literal["untrained", "random_init", "sft", "rft", "grpo"]] = Field(  # type: ignore[assignment]
         default_factory=lambda: list(EVAL_STAGES))
     settings: dict[str, Any] = Field(default_factory=dict)  # EvalConfig fields
+    # Per stage, EvalConfig fields on top of `settings`: e.g. a sampled trial beside the greedy pass for the
+    # stages whose sampled success tells something (GRPO optimises it), without paying for it everywhere.
+    stage_settings: dict[Literal["untrained", "random_init", "sft", "rft", "grpo"], dict[str, Any]] = Field(
+        default_factory=dict)
 
     @field_validator("settings")
     @classmethod
@@ -132,6 +136,19 @@ class EvalSettings(_Section):
 
         _check_fields(value, EvalConfig, "EvalConfig")
         return value
+
+    @field_validator("stage_settings")
+    @classmethod
+    def _stage_fields(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        from toolgym.eval.evaluate import EvalConfig
+
+        for stage, fields in value.items():
+            _check_fields(fields, EvalConfig, f"EvalConfig (eval.stage_settings.{stage})")
+        return value
+
+    def for_stage(self, stage: str) -> dict[str, Any]:
+        """The EvalConfig fields one stage's eval runs with."""
+        return {**self.settings, **self.stage_settings.get(stage, {})}  # type: ignore[call-overload]
 
 
 class ReportSettings(_Section):
@@ -202,9 +219,10 @@ class PipelineConfig(_Section):
                  "grpo": ["validate", "teacher", "sft", "rft", "grpo"]}
         parts = {**upstream, **{name: dumped[name] for name in order.get(stage, [])}}
         if stage == "eval":  # evaluates every earlier stage's model: all of them decide its output
+            evaluation = {k: v for k, v in dumped["eval"].items() if k != "stage_settings" or v}  # runs made before
             parts = {**upstream, **{name: dumped[name] for name in ("validate", "teacher", "sft", "random_init", "rft",
                                                                      "grpo")},
-                     "eval": dumped["eval"]}
+                     "eval": evaluation}
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -401,7 +401,6 @@ def run_eval_stage(ctx: Context) -> dict[str, Any]:
     from toolgym.eval.evaluate import EvalConfig, run_eval
     from toolgym.policy.hf import HFPolicy
 
-    eval_config = EvalConfig(**{"seed": ctx.config.seed, **ctx.config.eval.settings})
     tasks = [t for t in dataset_tasks(ctx) if t.split != "train"]
     if not tasks:
         raise StageError("eval: the dataset has no held-out tasks (heldout_tasks / heldout_env)")
@@ -416,6 +415,7 @@ def run_eval_stage(ctx: Context) -> dict[str, Any]:
             evaluated[stage] = "exists"
             continue
         ctx.say(f"eval {stage}: {ref.model_dir}" + (f" + LoRA {ref.adapter}" if ref.adapter else ""))
+        eval_config = EvalConfig(**{"seed": ctx.config.seed, **ctx.config.eval.for_stage(stage)})
 
         def policy(ref: ModelRef = ref) -> HFPolicy:
             return HFPolicy(ref.model_dir, device=ctx.config.model.device, lora=ref.adapter, seed=ctx.config.seed)

@@ -45,6 +45,21 @@ def headline(numbers: dict[str, Any]) -> Rate:
     return Rate(int(source["successes"]), int(source["scored"]))
 
 
+def sampled(numbers: dict[str, Any]) -> Rate | None:
+    """Sampled successes / scored episodes, when the eval ran sampled trials (not greedy-only)."""
+    if numbers.get("greedy_only") or not numbers.get("scored"):
+        return None
+    return Rate(int(numbers["successes"]), int(numbers["scored"]))
+
+
+def _test_fields(a: Rate, b: Rate) -> dict[str, Any]:
+    test = two_proportion_test(a, b)
+    return {"from_rate": f"{a.successes}/{a.total}", "to_rate": f"{b.successes}/{b.total}",
+            "difference_pp": round(100 * test.difference, 3),
+            "ci95_pp": [round(100 * test.interval[0], 3), round(100 * test.interval[1], 3)],
+            "p_value": test.p_value, "test": test.test}
+
+
 def stage_results(eval_dirs: dict[str, Path], ks: list[int]) -> dict[str, dict[str, Any]]:
     from toolgym.eval.records import load_run
 
@@ -97,14 +112,13 @@ def comparisons(results: dict[str, dict[str, Any]], flips: dict[FlipKey, dict[st
             rate_a, rate_b = headline(a), headline(b)
             if not rate_a.total or not rate_b.total:
                 continue
-            test = two_proportion_test(rate_a, rate_b)
-            found.append({
-                "from": before, "to": after, "split": split, "measure": "greedy" if "greedy" in a else "sampled",
-                "from_rate": f"{rate_a.successes}/{rate_a.total}", "to_rate": f"{rate_b.successes}/{rate_b.total}",
-                "difference_pp": round(100 * test.difference, 3),
-                "ci95_pp": [round(100 * test.interval[0], 3), round(100 * test.interval[1], 3)],
-                "p_value": test.p_value, "test": test.test, **(flips or {}).get((before, after, split), {}),
-            })
+            found.append({"from": before, "to": after, "split": split,
+                          "measure": "greedy" if "greedy" in a else "sampled", **_test_fields(rate_a, rate_b),
+                          **(flips or {}).get((before, after, split), {})})
+            sampled_a, sampled_b = sampled(a), sampled(b)
+            if "greedy" in a and sampled_a is not None and sampled_b is not None:  # the sampled trials beside it
+                found.append({"from": before, "to": after, "split": split, "measure": "sampled",
+                              **_test_fields(sampled_a, sampled_b)})
     return found
 
 
@@ -129,6 +143,12 @@ def acceptance(results: dict[str, dict[str, Any]], split: str, sft_min: float, g
             verdict["grpo_gain_points"] = round(100 * test.difference, 3)
             verdict["grpo_gain_p_value"] = test.p_value
             verdict["grpo_meets_gain"] = 100 * test.difference >= gain_points
+        sampled_sft, sampled_grpo = sampled(sft), sampled(grpo)
+        if sampled_sft is not None and sampled_grpo is not None and "greedy" in sft:  # what GRPO optimises
+            test = two_proportion_test(sampled_sft, sampled_grpo)
+            verdict["sft_sampled"], verdict["grpo_sampled"] = str(sampled_sft), str(sampled_grpo)
+            verdict["grpo_sampled_gain_points"] = round(100 * test.difference, 3)
+            verdict["grpo_sampled_gain_p_value"] = test.p_value
         paired = (flips or {}).get(("sft", "grpo", split))
         if paired is not None:
             verdict["grpo_tasks_won"], verdict["grpo_tasks_lost"] = paired["tasks_won"], paired["tasks_lost"]
