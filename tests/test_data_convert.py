@@ -178,3 +178,16 @@ def test_cli_convert_prints_counts(mixed_run: Path, tmp_path: Path) -> None:
     assert len(read_jsonl(out)) == 5
     bad = CliRunner().invoke(app, ["data", "convert", str(mixed_run), "--out", str(out), "--row-mode", "chat"])
     assert bad.exit_code == 2 and "row mode" in bad.output
+
+
+def test_rows_come_out_in_task_order_whatever_order_the_episodes_finished_in(tmp_path: Path) -> None:
+    """Concurrent rollouts append in completion order; the SFT file (and so a seeded SFT) must not depend on it."""
+    run_toy(tmp_path, ReplayTokenPolicy(tiny_tokenizer()), mixed_tasks()[:4], max_turns=3, samples_per_task=2)
+    lines = list(iter_lines(tmp_path / "results.jsonl"))
+    finished_late_first = list(reversed(lines))
+    rows, _ = convert_rows(lines)
+    rows_reversed, _ = convert_rows(finished_late_first)
+    keys = [(r["task_id"], r["sample_index"]) for r in rows]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys) >= 4
+    assert [{k: v for k, v in r.items() if k != "source"} for r in rows] == [
+        {k: v for k, v in r.items() if k != "source"} for r in rows_reversed]

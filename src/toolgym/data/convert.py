@@ -239,11 +239,16 @@ class _Converter:
 
 def convert_rows(rows: Iterable[tuple[int, Any]], options: ConvertOptions | None = None,
                  source: str = "") -> tuple[list[dict[str, Any]], ConvertReport]:
-    """SFT rows from (line, results row) pairs, and the report accounting for every input row."""
+    """SFT rows from (line, results row) pairs, and the report accounting for every input row.
+
+    Rows come out in (task id, sample index) order, not in the order concurrent episodes finished: SFT's
+    shuffle is seeded, so the same episodes must give the same file for a run to be reproducible.
+    """
     converter = _Converter(options or ConvertOptions(), source)
     for line, row in rows:
         converter.add(line, row)
-    return converter.out, converter.report
+    ordered = sorted(converter.out, key=lambda r: (str(r.get("task_id", "")), int(r.get("sample_index") or 0)))
+    return ordered, converter.report
 
 
 def write_sidecar_manifest(out_file: Path, kind: str, **fields: Any) -> Path:
