@@ -12,7 +12,7 @@ from toolgym.eval.records import load_run
 from toolgym.eval.report import write_report
 from toolgym.eval.stage_flips import stage_flips, stage_flips_table
 from toolgym.eval.traces import diff_runs
-from toolgym.pipeline.summary import acceptance, comparisons, stage_results, task_flips
+from toolgym.pipeline.summary import acceptance, comparisons, load_stage_runs, stage_results, task_flips
 from toolgym.rollout.results import episode_to_row
 
 FAMILY = {"T1": "assign", "T2": "assign", "T3": "count", "T4": "count", "T5": "close"}
@@ -82,8 +82,9 @@ def test_summary_comparisons_carry_the_tasks_won_and_lost_and_the_paired_test(tm
     dirs = {"untrained": _greedy_run(tmp_path / "untrained", set()),
             "sft": _greedy_run(tmp_path / "sft", {"T1", "T2", "T3"}),
             "grpo": _greedy_run(tmp_path / "grpo", {"T1", "T2", "T3", "T4", "T5"})}
-    results = stage_results(dirs, [1])
-    flips = task_flips(dirs)
+    runs = load_stage_runs(dirs)
+    results = stage_results(runs, [1])
+    flips = task_flips(runs)
     found = {(c["from"], c["to"]): c for c in comparisons(results, flips) if c["split"] == "heldout_tasks"}
     gain = found[("sft", "grpo")]
     assert (gain["tasks_won"], gain["tasks_lost"]) == (2, 0)

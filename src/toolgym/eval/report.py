@@ -35,6 +35,7 @@ from toolgym.eval.report_sources import (
     discover_runs,
     find_tasks_file,
     metric_rank,
+    names_stage,
     pipeline_stages,
     read_json,
     read_metrics,
@@ -392,7 +393,7 @@ def _before_after_section(report: Report, before: EvalSummary, after: EvalSummar
 
 
 def _is_control(name: str) -> bool:
-    return any(re.search(rf"(^|[^a-z]){word}([^a-z]|$)", name.lower()) for word in CONTROL_STAGES)
+    return any(names_stage(name, word) for word in CONTROL_STAGES)
 
 
 def _stage_flips(report: Report, runs: list[RunRecords]) -> None:

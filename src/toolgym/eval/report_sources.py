@@ -110,13 +110,18 @@ def discover_runs(run_dir: Path) -> list[Path]:
     return found
 
 
+def names_stage(name: str, word: str) -> bool:
+    """Whether a run name holds a stage word on its own ("eval/sft", not "sftx")."""
+    return re.search(rf"(^|[^a-z]){word}([^a-z]|$)", name.lower()) is not None
+
+
 def stage_rank(name: str) -> tuple[int, int, str]:
     lowered = name.lower()
     step = re.search(r"(?:step|checkpoint)-(\d+)", lowered)
     if step:
         return (len(STAGE_ORDER), int(step.group(1)), lowered)
     for index, word in enumerate(STAGE_ORDER):
-        if re.search(rf"(^|[^a-z]){word}([^a-z]|$)", lowered):
+        if names_stage(lowered, word):
             return (index, 0, lowered)
     return (len(STAGE_ORDER) // 2, 0, lowered)
 

@@ -19,7 +19,14 @@ from typing import Any
 from toolgym.dataset.manifest import read_manifest, write_manifest
 from toolgym.pipeline import stages
 from toolgym.pipeline.config import STAGES, PipelineConfig
-from toolgym.pipeline.summary import acceptance, comparisons, stage_results, task_flips, write_if_changed
+from toolgym.pipeline.summary import (
+    acceptance,
+    comparisons,
+    load_stage_runs,
+    stage_results,
+    task_flips,
+    write_if_changed,
+)
 
 SUMMARY_FILE = "summary.json"
 
@@ -71,8 +78,9 @@ def build_summary(ctx: stages.Context, records: dict[str, dict[str, Any]]) -> di
     ks = sorted(set(config.eval.settings.get("ks", [1])))
     eval_dirs = {s: stages.eval_dir(ctx, s) for s in config.eval.stages
                  if (stages.eval_dir(ctx, s) / "eval.json").is_file()}
-    results = stage_results(eval_dirs, ks)
-    flips = task_flips(eval_dirs)
+    runs = load_stage_runs(eval_dirs)
+    results = stage_results(runs, ks)
+    flips = task_flips(runs)
     # The report stage is left out: it reads this file, and its own record would make it stale at once.
     stage_rows = [{"name": name, **{k: v for k, v in records.get(name, {"status": "not_run"}).items()
                                     if k in ("status", "seconds", "cpu_seconds", "error", "detail")}}

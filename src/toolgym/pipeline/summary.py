@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from toolgym.eval.records import RunRecords, load_run
+from toolgym.eval.stage_flips import flips_between
 from toolgym.eval.stats import Rate, two_proportion_test
 from toolgym.eval.summary import EvalSummary, summarize
 
@@ -60,12 +62,14 @@ def _test_fields(a: Rate, b: Rate) -> dict[str, Any]:
             "p_value": test.p_value, "test": test.test}
 
 
-def stage_results(eval_dirs: dict[str, Path], ks: list[int]) -> dict[str, dict[str, Any]]:
-    from toolgym.eval.records import load_run
+def load_stage_runs(eval_dirs: dict[str, Path]) -> dict[str, RunRecords]:
+    """Each stage's eval episodes, read once for the results and the flips."""
+    return {stage: load_run(folder, name=stage) for stage, folder in eval_dirs.items()}
 
+
+def stage_results(runs: dict[str, RunRecords], ks: list[int]) -> dict[str, dict[str, Any]]:
     results: dict[str, dict[str, Any]] = {}
-    for stage, folder in eval_dirs.items():
-        run = load_run(folder, name=stage)
+    for stage, run in runs.items():
         summary = summarize(run, ks)
         results[stage] = {split: n for split in SPLITS if (n := split_numbers(summary, split)) is not None}
         if not run.sampled:  # a greedy-only eval (trials 0): no sampled episodes to report beside it
@@ -77,13 +81,9 @@ def stage_results(eval_dirs: dict[str, Path], ks: list[int]) -> dict[str, dict[s
 FlipKey = tuple[str, str, str]  # (from stage, to stage, split)
 
 
-def task_flips(eval_dirs: dict[str, Path]) -> dict[FlipKey, dict[str, Any]]:
+def task_flips(runs: dict[str, RunRecords]) -> dict[FlipKey, dict[str, Any]]:
     """Per comparison and split: tasks won and lost, by `env/family`, and McNemar's test on the paired
     episodes (the greedy passes when both evals ran one, as the headline does)."""
-    from toolgym.eval.records import load_run
-    from toolgym.eval.stage_flips import flips_between
-
-    runs = {stage: load_run(folder, name=stage) for stage, folder in eval_dirs.items()}
     found: dict[FlipKey, dict[str, Any]] = {}
     for before, after in COMPARISONS:
         if before not in runs or after not in runs:

@@ -65,10 +65,6 @@ class Group:
     def has_signal(self) -> bool:
         return self.reason == "signal"
 
-    @property
-    def trained(self) -> bool:
-        return self.reason in ("signal", "anchor")
-
 
 @dataclass
 class GroupStats:
