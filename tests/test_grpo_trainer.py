@@ -13,9 +13,17 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from test_grpo_support import first_token_logprob, read_jsonl, run_toy, toy_config, toy_dataset
+from test_grpo_support import (
+    first_token_logprob,
+    first_token_parity,
+    read_jsonl,
+    run_toy,
+    toy_config,
+    toy_dataset,
+)
 from test_rollout_support import broken_tasks, subprocess_env
 from toolgym.pipeline.config import load_pipeline_config
+from toolgym.schema import Episode
 from toolgym.schema.jsonl import write_jsonl
 from toolgym.train.grpo.config import ConfigError, grpo_config_from_dict, load_grpo_config
 from toolgym.train.grpo.trainer import GRPOError
@@ -98,6 +106,42 @@ def test_update_epochs_pass_over_each_rollout_batch_again(tmp_path: Path) -> Non
         ratios[epochs] = [r["ratio_mean"] for r in updated]
     assert ratios[1] == pytest.approx([1.0] * len(ratios[1]), abs=1e-5)  # one on-policy pass: ratio 1
     assert any(abs(r - 1.0) > 1e-3 for r in ratios[3])  # later passes see the moved policy
+
+
+def parity_on_second_copies(episode: Episode) -> float:
+    """first_token_parity on the toy tasks' second copies (ids ending /1); a constant 0 elsewhere, so their
+    groups never carry signal."""
+    return first_token_parity(episode) if episode.task_id.endswith("/1") else 0.0
+
+
+def test_dynamic_sampling_draws_fresh_tasks_until_enough_groups_carry_signal(tmp_path: Path) -> None:
+    """DAPO's dynamic sampling: rounds of fresh tasks (never one drawn twice in a step) until tasks_per_step
+    groups carry signal or max_rounds ran out; off, a step is one round."""
+    rounds_seen: dict[bool, list[int]] = {}
+    for enabled in (False, True):
+        out = tmp_path / f"run-{enabled}"
+        config = toy_config(tmp_path / "data", out, steps=4, tasks_per_step=2, samples_per_task=4,
+                            dynamic_sampling={"enabled": enabled, "max_rounds": 3}, save_rollouts=True,
+                            eval={"enabled": False}, checkpoint={"save_every": 100})
+        run_toy(config, reward_fn=parity_on_second_copies)
+        rows = train_rows(out)
+        for row in rows:
+            rounds = row["sampling_rounds"]
+            assert row["episodes"] == rounds * 2 * 4 and row["groups"] == rounds * 2
+            drawn = [r["task_id"] for r in read_jsonl(out / "rollouts" / f"step-{row['step']}.jsonl")]
+            assert len(set(drawn)) == rounds * 2  # fresh tasks each round
+            if enabled and rounds < 3:
+                assert row["groups_with_signal"] >= 2  # stopped early only with enough signal
+        rounds_seen[enabled] = [r["sampling_rounds"] for r in rows]
+    assert rounds_seen[False] == [1, 1, 1, 1]
+    assert max(rounds_seen[True]) > 1, rounds_seen  # half the tasks never carry signal: some step sampled again
+
+
+def test_dynamic_sampling_off_keeps_the_fingerprint_of_earlier_runs(tmp_path: Path) -> None:
+    plain = toy_config(tmp_path, tmp_path / "run")
+    off = toy_config(tmp_path, tmp_path / "run", dynamic_sampling={"enabled": False, "max_rounds": 5})
+    on = toy_config(tmp_path, tmp_path / "run", dynamic_sampling={"enabled": True})
+    assert plain.fingerprint() == off.fingerprint() != on.fingerprint()
 
 
 def test_lora_with_kl_uses_the_adapter_off_as_reference(tmp_path: Path) -> None:

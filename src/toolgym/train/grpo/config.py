@@ -147,6 +147,15 @@ class CurriculumSettings(_Section):
         return self
 
 
+class DynamicSamplingSettings(_Section):
+    """DAPO's dynamic sampling: a group whose episodes all score alike trains nothing, so when fewer than
+    tasks_per_step of a step's groups carry signal, fresh tasks are drawn and sampled again, up to
+    max_rounds rounds. A step then costs more rollouts and its update gets more of the groups that train."""
+
+    enabled: bool = False
+    max_rounds: int = Field(3, ge=1)
+
+
 class CheckpointSettings(_Section):
     save_every: int = Field(10, ge=1)
     keep: int = Field(2, ge=1)
@@ -202,6 +211,7 @@ class GRPOConfig(_Section):
     optim: OptimSettings = Field(default_factory=OptimSettings)  # type: ignore[arg-type]
     lora: LoraSettingsModel = Field(default_factory=LoraSettingsModel)  # type: ignore[arg-type]
     curriculum: CurriculumSettings = Field(default_factory=CurriculumSettings)  # type: ignore[arg-type]
+    dynamic_sampling: DynamicSamplingSettings = Field(default_factory=DynamicSamplingSettings)
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)  # type: ignore[arg-type]
     eval: EvalSettings = Field(default_factory=EvalSettings)  # type: ignore[arg-type]
     monitor: MonitorSettings = Field(default_factory=MonitorSettings)  # type: ignore[arg-type]
@@ -220,6 +230,8 @@ class GRPOConfig(_Section):
         """sha256 of what decides the trained weights (not where output goes or how often it is saved)."""
         data = self.model_dump(mode="json", exclude={"out", "threads", "checkpoint", "eval", "monitor",
                                                       "save_rollouts", "concurrency"})
+        if not self.dynamic_sampling.enabled:  # off: the fingerprint of runs from before the setting existed
+            data.pop("dynamic_sampling")
         data["engine"] = {k: v for k, v in data["engine"].items() if k not in ("max_batch_size", "batch_wait_ms")}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 

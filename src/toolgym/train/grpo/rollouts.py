@@ -17,9 +17,10 @@ from toolgym.rollout.worker import EpisodeWorker
 from toolgym.schema import Episode, Task
 
 
-def step_seed(run_seed: int, step: int) -> int:
-    """The sampling seed of one step: reproducible, different every step."""
-    digest = hashlib.sha256(f"toolgym-grpo/{run_seed}/{step}".encode()).digest()
+def step_seed(run_seed: int, step: int, round_index: int = 0) -> int:
+    """The sampling seed of one step (and sampling round): reproducible, different every step and round."""
+    key = f"toolgym-grpo/{run_seed}/{step}" + (f"/{round_index}" if round_index else "")
+    digest = hashlib.sha256(key.encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
@@ -54,5 +55,5 @@ class RolloutPool:
             worker.close()
 
 
-def step_sampling(base: SamplingParams, run_seed: int, step: int) -> SamplingParams:
-    return replace(base, seed=step_seed(run_seed, step))
+def step_sampling(base: SamplingParams, run_seed: int, step: int, round_index: int = 0) -> SamplingParams:
+    return replace(base, seed=step_seed(run_seed, step, round_index))

@@ -1,7 +1,8 @@
 """`run_grpo`: GRPO on multi-turn tool use — sample, score, group, update, evaluate, checkpoint, resume.
 
 Each step: the curriculum picks `tasks_per_step` train tasks; the current policy (the trainer's own
-weights, in-process) plays `samples_per_task` episodes of each; errored episodes leave their group;
+weights, in-process) plays `samples_per_task` episodes of each (with `dynamic_sampling`, fresh tasks are
+drawn and played until enough groups carry signal); errored episodes leave their group;
 shaped rewards give group advantages; the clipped surrogate (+ optional k3 KL) updates the weights.
 Checkpoints hold weights or adapter, optimizer, scheduler, RNG, curriculum and step, so re-running
 the same command resumes as if the run had never stopped. Evals land in `OUT/evals/step-<N>/`
@@ -314,10 +315,43 @@ class _Run:
 
     # -- one step ---------------------------------------------------------------------------------
 
-    def choose_tasks(self, step: int) -> list[Task]:
-        rng = random.Random(f"toolgym-grpo-tasks/{self.config.seed}/{step}")
-        ids = self.curriculum.sample(list(self.tasks_by_id), self.config.tasks_per_step, rng)
+    def choose_tasks(self, step: int, round_index: int = 0, drawn: frozenset[str] = frozenset()) -> list[Task]:
+        """The curriculum's draw for one step (and sampling round), leaving out tasks drawn earlier in the step."""
+        key = f"toolgym-grpo-tasks/{self.config.seed}/{step}" + (f"/{round_index}" if round_index else "")
+        candidates = [i for i in self.tasks_by_id if i not in drawn]
+        if not candidates:
+            return []
+        ids = self.curriculum.sample(candidates, self.config.tasks_per_step, random.Random(key))
         return [self.tasks_by_id[i] for i in ids]
+
+    def build_groups(self, episodes: list[Episode]) -> tuple[list[Group], GroupStats]:
+        advantage = self.config.advantage
+        return build_groups(episodes, self.config.reward.alpha_for, std_normalize=advantage.std_normalize,
+                            positive_only=advantage.positive_only, solved_anchor=advantage.solved_anchor,
+                            anchor_episodes=advantage.anchor_episodes, reward_fn=self.reward_fn)
+
+    def sample_step(self, step: int) -> tuple[list[Task], list[Episode], int]:
+        """The step's tasks, their episodes and the sampling rounds it took: one round, or with dynamic
+        sampling more rounds of fresh tasks until tasks_per_step groups carry signal (or max_rounds)."""
+        config = self.config
+        rounds = config.dynamic_sampling.max_rounds if config.dynamic_sampling.enabled else 1
+        tasks: list[Task] = []
+        episodes: list[Episode] = []
+        with_signal = 0
+        used = 0
+        for round_index in range(rounds):
+            chosen = self.choose_tasks(step, round_index, frozenset(t.id for t in tasks))
+            if not chosen:
+                break
+            sampling = step_sampling(self.sampling, config.seed, step, round_index)
+            sampled = asyncio.run(self.pool.run(chosen, config.samples_per_task, sampling))
+            tasks += chosen
+            episodes += sampled
+            used += 1
+            with_signal += self.build_groups(sampled)[1].groups_with_signal
+            if with_signal >= config.tasks_per_step:
+                break
+        return tasks, episodes, used
 
     def reference(self) -> Callable[[Batch], torch.Tensor] | None:
         if self.config.loss.kl_coef <= 0:
@@ -338,20 +372,14 @@ class _Run:
     def train_step(self, step: int, state: dict[str, Any]) -> dict[str, Any]:
         config = self.config
         began = time.perf_counter()
-        tasks = self.choose_tasks(step)
         self.policy.weights_changed(f"{self.out.resolve()}@step-{step}")
-        episodes = asyncio.run(self.pool.run(tasks, config.samples_per_task,
-                                             step_sampling(self.sampling, config.seed, step)))
+        tasks, episodes, rounds = self.sample_step(step)
         rollout_s = time.perf_counter() - began
         if config.save_rollouts:
             task_of = {t.id: t for t in tasks}
             write_jsonl(self.out / ROLLOUTS_DIR / f"step-{step + 1}.jsonl",
                         [episode_to_row(e, task_of.get(e.task_id)) for e in episodes])
-        groups, group_stats = build_groups(episodes, config.reward.alpha_for,
-                                           std_normalize=config.advantage.std_normalize,
-                                           positive_only=config.advantage.positive_only,
-                                           solved_anchor=config.advantage.solved_anchor,
-                                           anchor_episodes=config.advantage.anchor_episodes, reward_fn=self.reward_fn)
+        groups, group_stats = self.build_groups(episodes)
         for group in groups:
             self.curriculum.record(group.task_id, len(group.episodes), sum(e.succeeded for e in group.episodes))
         rewards = [r for g in groups for r in g.rewards]
@@ -368,7 +396,7 @@ class _Run:
         update_s = time.perf_counter() - update_began
         row: dict[str, Any] = {"kind": "train", "step": step + 1, "lr": lr,
                                **rollout_metrics(episodes, group_stats, rewards), **stats.row(),
-                               "updated": stats.optimizer_steps > 0,
+                               "updated": stats.optimizer_steps > 0, "sampling_rounds": rounds,
                                "seconds_rollout": round(rollout_s, 3), "seconds_update": round(update_s, 3),
                                "curriculum_weights": self.curriculum.weight_counts(),
                                "families": self.family_counts(groups)}
