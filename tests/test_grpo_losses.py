@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 
@@ -22,7 +23,16 @@ from toolgym.train.grpo.losses import (
     sampled_token_logprobs,
     token_weights,
 )
-from toolgym.train.grpo.update import TrainItem, _aligned, train_items, with_weights
+from toolgym.train.grpo.update import (
+    TrainItem,
+    UpdateSettings,
+    _aligned,
+    _token_logprobs,
+    sequence_ratios,
+    train_items,
+    with_weights,
+)
+from toolgym.train.loss import supervised_logits
 
 # -- rewards and advantages -------------------------------------------------------------------------
 
@@ -144,6 +154,42 @@ def test_clipped_tokens_get_no_gradient() -> None:
     assert logprobs.grad.tolist()[2] == pytest.approx(-1.1)  # d(-r·A)/d logp = -r·A
 
 
+def test_gspo_sequence_ratio_by_hand_has_gspos_gradient() -> None:
+    """One episode, token log-ratios 0.1 and 0.3: s = exp(0.2). Its tokens carry s as ratio, and with
+    sequence_mean weights (1/2 each) the gradient is GSPO's, -A · s / |y| per token."""
+    sampler = torch.tensor([-1.0, -2.0])
+    logprobs = (sampler + torch.tensor([0.1, 0.3])).requires_grad_(True)
+    s = math.exp(0.2)
+    loss, surrogate, _ = policy_loss(logprobs, sampler, torch.tensor([1.0, 1.0]), torch.tensor([0.5, 0.5]),
+                                     sequence_ratios=torch.tensor([s, s]))
+    loss.backward()
+    assert float(loss) == pytest.approx(-s)
+    assert surrogate.ratio.tolist() == pytest.approx([s, s])
+    assert logprobs.grad is not None and logprobs.grad.tolist() == pytest.approx([-s / 2, -s / 2])
+    # the same as differentiating GSPO's own objective, -s(logp) · A with s = exp(mean(logp - sampler))
+    direct = logprobs.detach().clone().requires_grad_(True)
+    (-torch.exp((direct - sampler).mean())).backward()
+    assert direct.grad is not None and direct.grad.tolist() == pytest.approx(logprobs.grad.tolist())
+
+
+def test_gspo_clips_whole_episodes() -> None:
+    """An episode whose ratio is past the clip gets no gradient on any token, even one whose own ratio is 1;
+    per-token clipping would have trained that token."""
+    sampler = torch.zeros(2)
+    logprobs = torch.tensor([0.0, 2 * math.log(1.5)]).requires_grad_(True)
+    advantages = torch.tensor([1.0, 1.0])
+    ratios = torch.tensor([1.5, 1.5])  # exp(mean log-ratio) = 1.5 > 1 + 0.28
+    _, surrogate, _ = policy_loss(logprobs, sampler, advantages, torch.tensor([0.5, 0.5]), sequence_ratios=ratios)
+    assert surrogate.clipped_high.tolist() == [True, True]
+    per_token = logprobs.detach().clone().requires_grad_(True)
+    loss, _, _ = policy_loss(per_token, sampler, advantages, torch.tensor([0.5, 0.5]))
+    loss.backward()
+    assert per_token.grad is not None and per_token.grad.tolist()[0] == pytest.approx(-0.5)
+    logprobs.grad = None
+    policy_loss(logprobs, sampler, advantages, torch.tensor([0.5, 0.5]), sequence_ratios=ratios)[0].backward()
+    assert logprobs.grad is not None and logprobs.grad.tolist() == [0.0, 0.0]
+
+
 def test_kl_k3_by_hand() -> None:
     logprobs = torch.tensor([-1.0, -1.0, -2.0])
     reference = torch.tensor([-1.0, -2.0, -1.0])
@@ -210,11 +256,32 @@ def test_masks_select_exactly_the_sampled_tokens() -> None:
     second = _sample([20, 21, 22], [0, 1, 1], [0, -1.0, -3.0])
     items = [TrainItem(first, advantage=2.0, weight=0.1, episode=0), TrainItem(second, -1.0, 0.2, 1)]
     batch = collate([i.sample for i in items], pad_id=0)
-    sampler, advantages, weights = _aligned(items, batch)
+    aligned = _aligned(items, batch)
     assert batch.targets[batch.targets != -100].tolist() == [12, 13, 15, 21, 22]
-    assert sampler.tolist() == [-0.5, -0.25, -2.0, -1.0, -3.0]
-    assert advantages.tolist() == [2.0, 2.0, 2.0, -1.0, -1.0]
-    assert weights.tolist() == pytest.approx([0.1, 0.1, 0.1, 0.2, 0.2])
+    assert aligned.sampler.tolist() == [-0.5, -0.25, -2.0, -1.0, -3.0]
+    assert aligned.advantages.tolist() == [2.0, 2.0, 2.0, -1.0, -1.0]
+    assert aligned.weights.tolist() == pytest.approx([0.1, 0.1, 0.1, 0.2, 0.2])
+    assert aligned.episodes.tolist() == [0, 0, 0, 1, 1]
+
+
+def test_gspo_episode_ratios_do_not_depend_on_how_micro_batches_split_an_episode() -> None:
+    """An episode's samples can lie in different micro-batches; its ratio is the mean over all of them."""
+    from transformers import AutoModelForCausalLM
+
+    from test_rollout_support import tiny_model_dir
+
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir()), local_files_only=True).eval()
+    settings = UpdateSettings()
+    samples = [_sample([5, 6, 7, 8], [0, 1, 1, 1], [0.0] * 4), _sample([9, 10, 11], [0, 0, 1], [0.0] * 3),
+               _sample([12, 13, 14, 15, 16], [0, 1, 0, 1, 1], [0.0] * 5)]
+    items = [TrainItem(samples[0], 1.0, 0.0, 0), TrainItem(samples[1], 1.0, 0.0, 0), TrainItem(samples[2], -1.0, 0.0, 1)]
+    with torch.no_grad():  # sampler log-probs 0: the ratio is exp(mean log p) over the episode's sampled tokens
+        own = [_token_logprobs(*supervised_logits(model, collate([x], pad_id=0)), settings) for x in samples]
+    expected = [math.exp(float(torch.cat(own[:2]).mean())), math.exp(float(own[2].mean()))]
+    for chunks in ([[0, 1, 2]], [[0], [1], [2]], [[1, 2], [0]]):
+        ratios = sequence_ratios(model, items, chunks, 2, pad_id=0, device="cpu", settings=settings,
+                                 autocast=contextlib.nullcontext)
+        assert ratios.tolist() == pytest.approx(expected, rel=1e-5)
 
 
 def test_only_groups_with_signal_are_trained_and_weights_follow_the_aggregation() -> None:

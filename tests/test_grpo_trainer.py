@@ -77,14 +77,16 @@ def test_a_run_writes_metrics_evals_best_and_counts_errored_episodes(tmp_path: P
     assert manifest["kind"] == "grpo" and manifest["status"] == "complete"
 
 
-def test_grpo_raises_the_reward_it_is_given(tmp_path: Path) -> None:
-    """The custom reward is the log-prob of the first sampled token: GRPO must raise it well above the start's.
+@pytest.mark.parametrize("ratio_level", ["token", "sequence"])
+def test_grpo_raises_the_reward_it_is_given(tmp_path: Path, ratio_level: str) -> None:
+    """The custom reward is the log-prob of the first sampled token: GRPO (and GSPO) must raise it well above
+    the start's.
 
     One sampled token per episode, so every trained token is the one the reward judges.
     """
     config = toy_config(tmp_path, tmp_path / "run", steps=12, tasks_per_step=3, samples_per_task=6,
                         sampling={"max_new_tokens": 1}, optim={"lr": 5e-2}, eval={"enabled": False},
-                        checkpoint={"save_every": 100})
+                        checkpoint={"save_every": 100}, loss={"ratio_level": ratio_level})
     run_toy(config, reward_fn=first_token_logprob)
     rows = train_rows(tmp_path / "run")
     rewards = [r["reward_mean"] for r in rows]
@@ -137,11 +139,16 @@ def test_dynamic_sampling_draws_fresh_tasks_until_enough_groups_carry_signal(tmp
     assert max(rounds_seen[True]) > 1, rounds_seen  # half the tasks never carry signal: some step sampled again
 
 
-def test_dynamic_sampling_off_keeps_the_fingerprint_of_earlier_runs(tmp_path: Path) -> None:
+def test_new_settings_left_off_keep_the_fingerprint_of_earlier_runs(tmp_path: Path) -> None:
+    """A run from before dynamic sampling and GSPO existed must still resume: their "off" values are not
+    part of the fingerprint; turning either on is."""
     plain = toy_config(tmp_path, tmp_path / "run")
-    off = toy_config(tmp_path, tmp_path / "run", dynamic_sampling={"enabled": False, "max_rounds": 5})
-    on = toy_config(tmp_path, tmp_path / "run", dynamic_sampling={"enabled": True})
-    assert plain.fingerprint() == off.fingerprint() != on.fingerprint()
+    off = toy_config(tmp_path, tmp_path / "run", dynamic_sampling={"enabled": False, "max_rounds": 5},
+                     loss={"ratio_level": "token"})
+    dynamic = toy_config(tmp_path, tmp_path / "run", dynamic_sampling={"enabled": True})
+    gspo = toy_config(tmp_path, tmp_path / "run", loss={"ratio_level": "sequence"})
+    assert plain.fingerprint() == off.fingerprint()
+    assert len({plain.fingerprint(), dynamic.fingerprint(), gspo.fingerprint()}) == 3
 
 
 def test_lora_with_kl_uses_the_adapter_off_as_reference(tmp_path: Path) -> None:

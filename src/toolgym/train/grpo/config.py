@@ -95,6 +95,9 @@ class LossSettings(_Section):
     # (advantage 0). Without them the KL only sees groups with signal, so a shift that also moves the quiet
     # contexts (a bias rather than a per-prompt change) goes unpenalised where no reward pays for it.
     kl_quiet_episodes: int = Field(0, ge=0)
+    # sequence: GSPO, one importance ratio per episode (the geometric mean of its token ratios), clipped as a
+    # whole; its ratios stay near 1, so the GSPO paper clips at about 3e-4 / 4e-4 rather than 0.2 / 0.28
+    ratio_level: Literal["token", "sequence"] = "token"
 
     @model_validator(mode="after")
     def _consistent(self) -> LossSettings:
@@ -230,8 +233,11 @@ class GRPOConfig(_Section):
         """sha256 of what decides the trained weights (not where output goes or how often it is saved)."""
         data = self.model_dump(mode="json", exclude={"out", "threads", "checkpoint", "eval", "monitor",
                                                       "save_rollouts", "concurrency"})
-        if not self.dynamic_sampling.enabled:  # off: the fingerprint of runs from before the setting existed
+        # settings at their "off" value leave the fingerprint of runs from before they existed unchanged
+        if not self.dynamic_sampling.enabled:
             data.pop("dynamic_sampling")
+        if self.loss.ratio_level == "token":
+            data["loss"].pop("ratio_level")
         data["engine"] = {k: v for k, v in data["engine"].items() if k not in ("max_batch_size", "batch_wait_ms")}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 

@@ -60,7 +60,19 @@ def clipped_surrogate(logprobs: torch.Tensor, sampler_logprobs: torch.Tensor, ad
     Separate low/high bounds (DAPO's clip-higher): a larger upper bound lets unlikely tokens with a
     positive advantage grow, which keeps exploration alive.
     """
-    ratio = torch.exp(logprobs - sampler_logprobs)
+    return clipped_surrogate_of(torch.exp(logprobs - sampler_logprobs), advantages, clip_low, clip_high)
+
+
+def sequence_ratio_per_token(logprobs: torch.Tensor, sequence_ratios: torch.Tensor) -> torch.Tensor:
+    """GSPO-token's ratio: the value is the token's episode ratio s = exp(mean over the episode of
+    logp - logp_sampler), computed beforehand, and the gradient is s · ∇logp of this token. Summed over an
+    episode's tokens with equal weights it is GSPO's gradient, so the clip acts on whole episodes."""
+    return sequence_ratios * torch.exp(logprobs - logprobs.detach())
+
+
+def clipped_surrogate_of(ratio: torch.Tensor, advantages: torch.Tensor, clip_low: float = 0.2,
+                         clip_high: float = 0.28) -> Surrogate:
+    """The clipped surrogate of given ratios (per token, or GSPO's per episode spread over its tokens)."""
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high) * advantages
     loss = -torch.minimum(unclipped, clipped)
@@ -110,13 +122,19 @@ def masked_sum(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
 def policy_loss(logprobs: torch.Tensor, sampler_logprobs: torch.Tensor, advantages: torch.Tensor,
                 weights: torch.Tensor, *, clip_low: float = 0.2, clip_high: float = 0.28,
                 kl_coef: float = 0.0, reference_logprobs: torch.Tensor | None = None,
-                kl_logprobs: torch.Tensor | None = None) -> tuple[torch.Tensor, Surrogate, torch.Tensor | None]:
+                kl_logprobs: torch.Tensor | None = None,
+                sequence_ratios: torch.Tensor | None = None) -> tuple[torch.Tensor, Surrogate, torch.Tensor | None]:
     """The step's loss contribution of these tokens: Σ weight · (surrogate + kl_coef · k3).
 
     `kl_logprobs` are the policy's log-probs the KL compares with the reference's (default
     `logprobs`; the trainer passes temperature-1 ones so the KL is between the two models).
+    `sequence_ratios` (each token's episode ratio, GSPO) replace the per-token ratios.
     """
-    surrogate = clipped_surrogate(logprobs, sampler_logprobs, advantages, clip_low, clip_high)
+    if sequence_ratios is None:
+        surrogate = clipped_surrogate(logprobs, sampler_logprobs, advantages, clip_low, clip_high)
+    else:
+        surrogate = clipped_surrogate_of(sequence_ratio_per_token(logprobs, sequence_ratios), advantages,
+                                         clip_low, clip_high)
     per_token = surrogate.loss
     kl = None
     if reference_logprobs is not None:

@@ -269,7 +269,8 @@ class _Run:
             temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k,
             match_sampler_truncation=loss.match_sampler_truncation, batch_tokens=config.optim.batch_tokens,
             mini_batches=config.optim.mini_batches, update_epochs=config.optim.update_epochs,
-            max_grad_norm=config.optim.max_grad_norm, kl_quiet_episodes=loss.kl_quiet_episodes)
+            max_grad_norm=config.optim.max_grad_norm, kl_quiet_episodes=loss.kl_quiet_episodes,
+            ratio_level=loss.ratio_level)
 
     # -- resume -----------------------------------------------------------------------------------
 

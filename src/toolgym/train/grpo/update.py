@@ -57,6 +57,7 @@ class UpdateSettings:
     update_epochs: int = 1
     max_grad_norm: float = 1.0
     kl_quiet_episodes: int = 0  # episodes of each zero-variance group trained for the KL term alone
+    ratio_level: str = "token"  # token | sequence (GSPO: one importance ratio per episode)
 
 
 @dataclass
@@ -136,20 +137,61 @@ def split_mini_batches(episodes: list[list[TrainItem]], count: int, rng: random.
     return [[episodes[i] for i in order[k::count]] for k in range(count)]
 
 
-def _aligned(items: list[TrainItem], batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Sampler log-probs, advantages and weights at the batch's trained positions (row-major order)."""
+@dataclass
+class Aligned:
+    """Per trained position of a micro-batch (row-major order): what the loss needs besides the logits."""
+
+    sampler: torch.Tensor  # the sampler's log-probs
+    advantages: torch.Tensor
+    weights: torch.Tensor
+    episodes: torch.Tensor  # the episode index (TrainItem.episode) of each position
+
+
+def _aligned(items: list[TrainItem], batch: Batch) -> Aligned:
     shape = batch.input_ids.shape
     sampler = torch.zeros(shape, dtype=torch.float32)
     advantages = torch.zeros(shape, dtype=torch.float32)
     weights = torch.zeros(shape, dtype=torch.float32)
+    episodes = torch.zeros(shape, dtype=torch.long)
     for row, item in enumerate(items):
         n = len(item.sample.input_ids)
         sampler[row, : n - 1] = torch.tensor(item.sample.sampler_logprobs[1:], dtype=torch.float32)
         advantages[row, : n - 1] = item.advantage
         weights[row, : n - 1] = item.weight
+        episodes[row, : n - 1] = item.episode
     selected = (batch.targets != IGNORE_INDEX).cpu()
     device = batch.input_ids.device
-    return sampler[selected].to(device), advantages[selected].to(device), weights[selected].to(device)
+    return Aligned(sampler[selected].to(device), advantages[selected].to(device), weights[selected].to(device),
+                   episodes[selected].to(device))
+
+
+def _token_logprobs(logits: torch.Tensor, targets: torch.Tensor, settings: UpdateSettings) -> torch.Tensor:
+    if settings.match_sampler_truncation:
+        return sampled_token_logprobs(logits, targets, temperature=settings.temperature,
+                                      top_p=settings.top_p, top_k=settings.top_k)
+    return sampled_token_logprobs(logits, targets, temperature=settings.temperature)
+
+
+def sequence_ratios(model: Any, items: list[TrainItem], chunks: list[list[int]], episodes: int, *, pad_id: int,
+                    device: torch.device | str, settings: UpdateSettings,
+                    autocast: Callable[[], contextlib.AbstractContextManager[Any]]) -> torch.Tensor:
+    """GSPO: each trained episode's ratio under the current weights, exp(mean over its tokens of
+    logp - logp_sampler), from a forward without gradients (an episode's samples may lie in several
+    micro-batches, so the mean cannot come from the micro-batch that trains them)."""
+    sums = torch.zeros(episodes, dtype=torch.float64)
+    counts = torch.zeros(episodes, dtype=torch.float64)
+    with torch.no_grad():
+        for indices in chunks:
+            chosen = [items[i] for i in indices]
+            batch = collate([item.sample for item in chosen], pad_id).to(device)
+            aligned = _aligned(chosen, batch)
+            with autocast():
+                logits, targets = supervised_logits(model, batch)
+            log_ratio = (_token_logprobs(logits, targets, settings) - aligned.sampler).double().cpu()
+            where = aligned.episodes.cpu()
+            sums.index_add_(0, where, log_ratio)
+            counts.index_add_(0, where, torch.ones_like(log_ratio))
+    return torch.exp(sums / counts.clamp(min=1.0)).float()
 
 
 def policy_update(
@@ -181,10 +223,16 @@ def policy_update(
         items = with_weights(mini, settings.aggregation, settings.dr_grpo_constant)
         lengths = [len(item.sample.input_ids) for item in items]
         keys = prefix_keys([item.sample for item in items])
-        for indices in micro_batches(lengths, list(range(len(items))), settings.batch_tokens, keys=keys):
+        chunks = micro_batches(lengths, list(range(len(items))), settings.batch_tokens, keys=keys)
+        ratios = None
+        if settings.ratio_level == "sequence":
+            ratios = sequence_ratios(model, items, chunks, len(episodes), pad_id=pad_id, device=device,
+                                     settings=settings, autocast=autocast)
+        for indices in chunks:
             chosen = [items[i] for i in indices]
             _micro_step(model, chosen, settings, stats, pad_id=pad_id, device=device, backward=backward,
-                        autocast=autocast, reference=reference, first=stats.optimizer_steps == 0)
+                        autocast=autocast, reference=reference, first=stats.optimizer_steps == 0,
+                        episode_ratios=ratios)
         grad_norm = clip_grad(settings.max_grad_norm)
         stats.grad_norms = (*stats.grad_norms, grad_norm)
         optimizer.step()
@@ -196,21 +244,21 @@ def policy_update(
 def _micro_step(model: Any, items: list[TrainItem], settings: UpdateSettings, stats: UpdateStats, *, pad_id: int,
                 device: torch.device | str, backward: Callable[[torch.Tensor], None],
                 autocast: Callable[[], contextlib.AbstractContextManager[Any]],
-                reference: Callable[[Batch], torch.Tensor] | None, first: bool) -> None:
+                reference: Callable[[Batch], torch.Tensor] | None, first: bool,
+                episode_ratios: torch.Tensor | None = None) -> None:
     batch = collate([item.sample for item in items], pad_id).to(device)
-    sampler, advantages, weights = _aligned(items, batch)
+    aligned = _aligned(items, batch)
+    sampler = aligned.sampler
     reference_logprobs = reference(batch) if reference is not None else None
     with autocast():
         logits, targets = supervised_logits(model, batch)
-    if settings.match_sampler_truncation:
-        logprobs = sampled_token_logprobs(logits, targets, temperature=settings.temperature,
-                                          top_p=settings.top_p, top_k=settings.top_k)
-    else:
-        logprobs = sampled_token_logprobs(logits, targets, temperature=settings.temperature)
+    logprobs = _token_logprobs(logits, targets, settings)
     kl_logprobs = cross_entropy_logprobs(logits, targets) if reference_logprobs is not None else None
-    loss, surrogate, kl = policy_loss(logprobs, sampler, advantages, weights, clip_low=settings.clip_low,
-                                      clip_high=settings.clip_high, kl_coef=settings.kl_coef,
-                                      reference_logprobs=reference_logprobs, kl_logprobs=kl_logprobs)
+    per_token_ratios = episode_ratios.to(logprobs.device)[aligned.episodes] if episode_ratios is not None else None
+    loss, surrogate, kl = policy_loss(logprobs, sampler, aligned.advantages, aligned.weights,
+                                      clip_low=settings.clip_low, clip_high=settings.clip_high,
+                                      kl_coef=settings.kl_coef, reference_logprobs=reference_logprobs,
+                                      kl_logprobs=kl_logprobs, sequence_ratios=per_token_ratios)
     if kl is not None:
         stats.kl_sum += float(kl.detach().sum())
         stats.kl_tokens += int(kl.numel())
