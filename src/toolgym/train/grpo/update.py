@@ -5,7 +5,8 @@ Training consumes each episode's `samples` as recorded (input_ids, loss_mask, sa
 nothing is re-rendered (ARCHITECTURE decisions 1–2). The ratio's denominator is the sampler's own
 log-prob of each token. `update_epochs` > 1 passes over the same rollouts again (PPO's epochs, TRL's
 `num_iterations`): rollouts cost far more than updates on a CPU, and the clipped ratio bounds how far
-the later passes go.
+the later passes go. With `ratio_level: sequence` (GSPO) each episode's ratio is computed first, in a
+pass without gradients over the optimizer step's episodes, and its tokens train with that one ratio.
 """
 
 from __future__ import annotations
