@@ -62,6 +62,21 @@ def test_group_advantages_by_hand() -> None:
         [0.866025, 0.0, 0.0, 0.866025], abs=1e-6)
 
 
+def test_leave_one_out_baseline_by_hand() -> None:
+    """RLOO: each episode against the mean of the others. Rewards 1, 0, 0, 0: 1 - 0 = 1 for the success,
+    0 - 1/3 for each failure."""
+    rloo = group_advantages([1.0, 0.0, 0.0, 0.0], std_normalize=False, baseline="leave_one_out")
+    assert rloo == pytest.approx([1.0, -1 / 3, -1 / 3, -1 / 3])
+    shaped = [1.25, 0.15, 0.0]
+    by_definition = [r - (sum(shaped) - r) / 2 for r in shaped]
+    assert group_advantages(shaped, std_normalize=False, baseline="leave_one_out") == pytest.approx(by_definition)
+    with pytest.raises(ValueError, match="leave_one_out"):
+        group_advantages(shaped, baseline="loo")
+    groups, _ = build_groups([_episode("t", 1.0), _episode("t", 0.0), _episode("t", 0.0)], lambda env: 0.0,
+                             std_normalize=False, baseline="leave_one_out")
+    assert groups[0].advantages == pytest.approx([1.0, -0.5, -0.5])
+
+
 def _episode(task_id: str, reward: float, partial: float = 0.0, status: str = "ok", env: str = "booking",
              samples: list[TrainingSample] | None = None) -> Episode:
     passed = reward >= 1.0

@@ -140,15 +140,16 @@ def test_dynamic_sampling_draws_fresh_tasks_until_enough_groups_carry_signal(tmp
 
 
 def test_new_settings_left_off_keep_the_fingerprint_of_earlier_runs(tmp_path: Path) -> None:
-    """A run from before dynamic sampling and GSPO existed must still resume: their "off" values are not
-    part of the fingerprint; turning either on is."""
+    """A run from before dynamic sampling, GSPO and the RLOO baseline existed must still resume: their "off"
+    values are not part of the fingerprint; turning any on is."""
     plain = toy_config(tmp_path, tmp_path / "run")
     off = toy_config(tmp_path, tmp_path / "run", dynamic_sampling={"enabled": False, "max_rounds": 5},
-                     loss={"ratio_level": "token"})
+                     loss={"ratio_level": "token"}, advantage={"baseline": "group_mean"})
     dynamic = toy_config(tmp_path, tmp_path / "run", dynamic_sampling={"enabled": True})
     gspo = toy_config(tmp_path, tmp_path / "run", loss={"ratio_level": "sequence"})
+    rloo = toy_config(tmp_path, tmp_path / "run", advantage={"baseline": "leave_one_out"})
     assert plain.fingerprint() == off.fingerprint()
-    assert len({plain.fingerprint(), dynamic.fingerprint(), gspo.fingerprint()}) == 3
+    assert len({plain.fingerprint(), dynamic.fingerprint(), gspo.fingerprint(), rloo.fingerprint()}) == 4
 
 
 def test_lora_with_kl_uses_the_adapter_off_as_reference(tmp_path: Path) -> None:

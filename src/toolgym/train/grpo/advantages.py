@@ -30,9 +30,15 @@ def shaped_reward(task_reward: float, partial_score: float, alpha: float) -> flo
     return task_reward + alpha * partial_score
 
 
+BASELINES = ("group_mean", "leave_one_out")
+
+
 def group_advantages(rewards: Sequence[float], std_normalize: bool = True, eps: float = 1e-6,
-                     positive_only: bool = False) -> list[float]:
+                     positive_only: bool = False, baseline: str = "group_mean") -> list[float]:
     """(r - mean) / (std + eps) with the sample std (n - 1), or just r - mean (Dr. GRPO).
+
+    `baseline` leave_one_out (RLOO) subtracts the mean of the *other* episodes, r - mean(r_j, j ≠ i),
+    which is n / (n - 1) · (r - mean): the baseline no longer contains the episode it judges.
 
     `positive_only` zeroes the negative ones: episodes above their group's mean are reinforced, the
     rest are left alone (rejection sampling with the group mean as baseline). Callers skip groups of
@@ -41,8 +47,12 @@ def group_advantages(rewards: Sequence[float], std_normalize: bool = True, eps: 
     n = len(rewards)
     if n < MIN_GROUP_SIZE:
         return [0.0] * n
+    if baseline not in BASELINES:
+        raise ValueError(f"advantage baseline must be one of {', '.join(BASELINES)}; got {baseline!r}")
     mean = sum(rewards) / n
     centred = [r - mean for r in rewards]
+    if baseline == "leave_one_out":
+        centred = [c * n / (n - 1) for c in centred]
     if std_normalize:
         std = math.sqrt(sum(c * c for c in centred) / (n - 1))
         centred = [c / (std + eps) for c in centred]
@@ -82,7 +92,8 @@ class GroupStats:
 
 
 def build_groups(episodes: Sequence[Episode], alpha_for_env: Callable[[str], float], *, std_normalize: bool = True,
-                 positive_only: bool = False, solved_anchor: float = 0.0, anchor_episodes: int = 2,
+                 positive_only: bool = False, baseline: str = "group_mean", solved_anchor: float = 0.0,
+                 anchor_episodes: int = 2,
                  reward_fn: Callable[[Episode], float] | None = None) -> tuple[list[Group], GroupStats]:
     """Group episodes by task (first-seen order), drop errored ones, compute shaped rewards and advantages.
 
@@ -121,7 +132,8 @@ def build_groups(episodes: Sequence[Episode], alpha_for_env: Callable[[str], flo
                 k = min(anchor_episodes, len(scored))
                 group.advantages = [solved_anchor] * k + [0.0] * (len(scored) - k)
         else:
-            group.advantages = group_advantages(rewards, std_normalize, positive_only=positive_only)
+            group.advantages = group_advantages(rewards, std_normalize, positive_only=positive_only,
+                                                baseline=baseline)
             stats.groups_with_signal += 1
         groups.append(group)
     return groups, stats

@@ -19,6 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from toolgym.train.grpo.losses import AGGREGATIONS
 from toolgym.train.runtime import DEFAULT_TARGET_MODULES
 
+# Settings added after runs existed, with the value that leaves those runs' fingerprint unchanged.
+LATER_SETTINGS: dict[tuple[str, str], Any] = {("loss", "ratio_level"): "token", ("advantage", "baseline"): "group_mean"}
+
 
 class ConfigError(ValueError):
     """A config file that cannot be used; the message names the file and the field."""
@@ -77,6 +80,7 @@ class RewardSettings(_Section):
 
 class AdvantageSettings(_Section):
     std_normalize: bool = True  # false: Dr. GRPO's mean-centred advantages
+    baseline: Literal["group_mean", "leave_one_out"] = "group_mean"  # leave_one_out: RLOO's baseline
     positive_only: bool = False  # true: below-mean episodes get 0 (only what beat its group is reinforced)
     # > 0: a group whose every episode succeeded trains its first anchor_episodes episodes with this advantage,
     # so the update keeps what the policy already gets right (advantages.py); 0: such groups give nothing
@@ -233,11 +237,12 @@ class GRPOConfig(_Section):
         """sha256 of what decides the trained weights (not where output goes or how often it is saved)."""
         data = self.model_dump(mode="json", exclude={"out", "threads", "checkpoint", "eval", "monitor",
                                                       "save_rollouts", "concurrency"})
-        # settings at their "off" value leave the fingerprint of runs from before they existed unchanged
+        # settings added later leave, at their "off" value, the fingerprint of runs from before them unchanged
         if not self.dynamic_sampling.enabled:
             data.pop("dynamic_sampling")
-        if self.loss.ratio_level == "token":
-            data["loss"].pop("ratio_level")
+        for (section, name), off in LATER_SETTINGS.items():
+            if data[section][name] == off:
+                data[section].pop(name)
         data["engine"] = {k: v for k, v in data["engine"].items() if k not in ("max_batch_size", "batch_wait_ms")}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 

@@ -328,7 +328,8 @@ class _Run:
     def build_groups(self, episodes: list[Episode]) -> tuple[list[Group], GroupStats]:
         advantage = self.config.advantage
         return build_groups(episodes, self.config.reward.alpha_for, std_normalize=advantage.std_normalize,
-                            positive_only=advantage.positive_only, solved_anchor=advantage.solved_anchor,
+                            positive_only=advantage.positive_only, baseline=advantage.baseline,
+                            solved_anchor=advantage.solved_anchor,
                             anchor_episodes=advantage.anchor_episodes, reward_fn=self.reward_fn)
 
     def sample_step(self, step: int) -> tuple[list[Task], list[Episode], int]:
