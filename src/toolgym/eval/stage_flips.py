@@ -45,7 +45,7 @@ def flips_between(run_a: RunRecords, run_b: RunRecords, split: str | None = None
     """B against A on the headline measure (the greedy passes when both runs have one, else the trials),
     over one split or all; None when no scored episode pairs up."""
     a, b = _only_split(run_a, split), _only_split(run_b, split)
-    diff = diff_runs(a, b, greedy=bool(a.greedy and b.greedy) or None)
+    diff = diff_runs(a, b, greedy=bool(a.greedy and b.greedy))
     if not diff.pairs:
         return None
     won: Counter[str] = Counter()

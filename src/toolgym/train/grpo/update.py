@@ -166,6 +166,15 @@ def _aligned(items: list[TrainItem], batch: Batch) -> Aligned:
                    episodes[selected].to(device))
 
 
+def _forward(model: Any, batch: Batch, settings: UpdateSettings,
+             autocast: Callable[[], contextlib.AbstractContextManager[Any]]
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Logits and targets at the trained positions, and the log-probs the sampler's ratio compares."""
+    with autocast():
+        logits, targets = supervised_logits(model, batch)
+    return logits, targets, _token_logprobs(logits, targets, settings)
+
+
 def _token_logprobs(logits: torch.Tensor, targets: torch.Tensor, settings: UpdateSettings) -> torch.Tensor:
     if settings.match_sampler_truncation:
         return sampled_token_logprobs(logits, targets, temperature=settings.temperature,
@@ -186,9 +195,7 @@ def sequence_ratios(model: Any, items: list[TrainItem], chunks: list[list[int]],
             chosen = [items[i] for i in indices]
             batch = collate([item.sample for item in chosen], pad_id).to(device)
             aligned = _aligned(chosen, batch)
-            with autocast():
-                logits, targets = supervised_logits(model, batch)
-            log_ratio = (_token_logprobs(logits, targets, settings) - aligned.sampler).double().cpu()
+            log_ratio = (_forward(model, batch, settings, autocast)[2] - aligned.sampler).double().cpu()
             where = aligned.episodes.cpu()
             sums.index_add_(0, where, log_ratio)
             counts.index_add_(0, where, torch.ones_like(log_ratio))
@@ -251,9 +258,7 @@ def _micro_step(model: Any, items: list[TrainItem], settings: UpdateSettings, st
     aligned = _aligned(items, batch)
     sampler = aligned.sampler
     reference_logprobs = reference(batch) if reference is not None else None
-    with autocast():
-        logits, targets = supervised_logits(model, batch)
-    logprobs = _token_logprobs(logits, targets, settings)
+    logits, targets, logprobs = _forward(model, batch, settings, autocast)
     kl_logprobs = cross_entropy_logprobs(logits, targets) if reference_logprobs is not None else None
     per_token_ratios = episode_ratios.to(logprobs.device)[aligned.episodes] if episode_ratios is not None else None
     loss, surrogate, kl = policy_loss(logprobs, sampler, aligned.advantages, aligned.weights,
