@@ -8,13 +8,15 @@ from pathlib import Path
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
+from typer.testing import CliRunner
 
 from toolgym.agent.render import Renderer
+from toolgym.cli.main import app
 from toolgym.model.pretrain.corpus import generate_episode
 from toolgym.model.pretrain.data import episode_stream, pack_batch
 from toolgym.model.pretrain.recipe import TinyRecipe, pretrain_tiny, verify_default
 from toolgym.model.pretrain.render import tokenize_episode
-from toolgym.model.pretrain.train import TrainConfig
+from toolgym.model.pretrain.train import TrainConfig, fast_bf16
 
 TOY = TinyRecipe(
     vocab_size=600, tokenizer_episodes=150, hidden_size=32, layers=1, heads=2, kv_heads=1, verify_steps=3,
@@ -58,6 +60,37 @@ def test_verify_fails_on_a_tampered_loss(toy_model: Path, tmp_path: Path) -> Non
     result = verify_default(copy)
     assert not result.ok
     assert "step 1" in result.message
+    # Built on this machine: its own bf16 path, so no note about another CPU's rounding.
+    assert "round differently" not in result.message
+
+
+def test_verify_explains_a_mismatch_on_a_cpu_that_emulates_the_recorded_bf16(toy_model: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for path in toy_model.iterdir():
+        (copy / path.name).write_bytes(path.read_bytes())
+    settings = json.loads((copy / "toolgym.json").read_text())
+    settings["pretrain"]["fast_bf16"] = True  # as if recorded where bf16 is native
+    settings["pretrain"]["reference_losses"][0] += 1e-3
+    (copy / "toolgym.json").write_text(json.dumps(settings))
+    result = verify_default(copy)
+    assert not result.ok
+    assert ("round differently" in result.message) == (not fast_bf16())
+
+
+def test_verify_command_shows_progress_and_says_when_this_cpu_emulates_bf16(toy_model: Path) -> None:
+    """The note appears exactly where bf16 is emulated: there the recorded CPU time is far off."""
+    result = CliRunner().invoke(app, ["model", "verify-default", str(toy_model)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "3/3 steps" in result.output and "OK" in result.output
+    assert ("no native bfloat16" in result.output) == (TOY.train.bf16 and not fast_bf16())
+
+
+def test_verify_command_names_a_folder_without_a_recipe(tmp_path: Path) -> None:
+    (tmp_path / "toolgym.json").write_text(json.dumps({"prompt_style": "compact"}))
+    result = CliRunner().invoke(app, ["model", "verify-default", str(tmp_path)], env={"COLUMNS": "300"})
+    assert result.exit_code == 2
+    assert "no 'pretrain' section" in result.output
 
 
 def test_verify_names_a_folder_without_a_recipe(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import torch
 from toolgym.agent.render import MODEL_CONFIG_FILE, Renderer
 from toolgym.model.pretrain.corpus import SKILLS, generate_corpus
 from toolgym.model.pretrain.render import episode_text_plain
-from toolgym.model.pretrain.train import StepRecord, TrainConfig, cpu_seconds, eval_episodes, train
+from toolgym.model.pretrain.train import StepRecord, TrainConfig, cpu_seconds, eval_episodes, fast_bf16, train
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "default"
 
@@ -173,6 +173,8 @@ def pretrain_tiny(
         "wall_seconds": round(wall_total, 1),
         "parameters": report.parameters,
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),  # bf16 losses are exact per capability only
+        "fast_bf16": fast_bf16(),
         "torch": torch.__version__,
         "evals": evals,
         "loss_every_50": [round(r.loss, 4) for r in records[::50]],
@@ -233,6 +235,12 @@ def verify_default(
                    f"{expected[first_bad]:.6f} by {differences[first_bad]:.2e} (tolerance {tolerance:g})")
     else:
         message = f"first {count} steps reproduce the recorded losses (max difference {worst:.2e})"
+    # Folders built before fast_bf16 was recorded: the shipped default ran 3.5 CPU-s a step, which
+    # only native bf16 does (emulated, a step of its recipe takes ~80 s).
+    if not ok and tokenizer_ok and recipe.train.bf16 and pretrain.get("fast_bf16", True) and not fast_bf16():
+        message += ("; the losses were recorded where bf16 is native and this CPU emulates it (no AVX-512/AMX "
+                    "bf16): the two round differently, so the check is exact only on a CPU like the one that "
+                    f"built the model ({pretrain.get('cpu_capability', pretrain.get('machine', 'not recorded'))})")
     return VerifyResult(ok, count, worst, tokenizer_ok, expected[:count], observed, message)
 
 
@@ -248,6 +256,13 @@ def recipe_rope_theta(recipe: dict[str, Any]) -> float:
     from toolgym.model.pretrain.plant import ROPE_THETA
 
     return ROPE_THETA if recipe.get("planted_copy") else 10000.0
+
+
+BF16_NOTE = """The losses come from bf16 autocast, so rebuilding and verifying need it too, and they are exact
+only on a CPU like the one that recorded them. Where oneDNN has no native bfloat16 (no AVX-512/AMX
+bf16, as on AVX2-only CPUs) bf16 is emulated: a step of this recipe took 80 s there against 5.7 s
+in fp32 (2-core AVX2 EPYC), `verify-default` then takes about half an hour, its losses round
+differently (1.4e-4 at step 0), and both commands say so."""
 
 
 def model_card(settings: dict[str, Any]) -> str:
@@ -302,7 +317,7 @@ text), so rebuilding it does not depend on the apps.
 | optimizer | AdamW lr {train_config['lr']}, warmup {train_config['warmup_steps']}, constant until {train_config['decay_start']:.0%} of steps, cosine to {train_config['min_lr_ratio']} × lr; wd {train_config['weight_decay']}; betas ({train_config['beta1']}, {train_config['beta2']}); clip {train_config['grad_clip']} |
 | precision | bf16 autocast (fp32 master weights), logits only at supervised positions |
 | CPU time | {pretrain['cpu_seconds'] / 60:.1f} CPU-minutes in all ({pretrain['train_cpu_seconds'] / 60:.1f} training), {train_config['threads']} thread(s); {pretrain['wall_seconds'] / 60:.1f} wall-minutes on a shared machine |
-| machine | {pretrain['machine']}, torch {pretrain['torch']} |
+| machine | {pretrain['machine']}{', ' + pretrain['cpu_capability'] if 'cpu_capability' in pretrain else ''}{'' if pretrain.get('fast_bf16', True) else ' (bf16 emulated)'}, torch {pretrain['torch']} |
 
 Held-out corpus samples at the end (teacher-forced; "first token" = the value's first token is
 the argmax, "whole value" = every token of it is):
@@ -315,4 +330,6 @@ the argmax, "whole value" = every token of it is):
 toolgym model pretrain-tiny OUT --seed {recipe['seed']}      # the whole recipe, with a progress bar
 toolgym model verify-default                # re-runs the first {recipe['verify_steps']} steps; losses must match to 1e-4
 ```
+
+{BF16_NOTE}
 """

@@ -28,6 +28,17 @@ from toolgym.model.tiny import SPECIAL_TOKENS, TAG_TOKENS
 EVAL_SEED_OFFSET = 1_000_003  # held-out corpus samples come from a different seed stream
 
 
+def fast_bf16() -> bool:
+    """Whether oneDNN runs bf16 natively here (AVX-512/AMX); without it the recipe's bf16 is emulated.
+
+    Measured on a 2-core AVX2 EPYC: 80 s a step of the shipped recipe in bf16 against 5.7 s in fp32.
+    """
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch build without the op: assume the common case
+        return True
+
+
 @dataclass
 class TrainConfig:
     """Everything that decides a pre-training run; stored in the model's toolgym.json."""
