@@ -49,15 +49,21 @@ def test_verify_reproduces_the_recorded_losses(toy_model: Path) -> None:
     assert result.steps == 3 and result.tokenizer_matches
 
 
-def test_verify_fails_on_a_tampered_loss(toy_model: Path, tmp_path: Path) -> None:
+def _copy_with_a_tampered_loss(model: Path, tmp_path: Path, step: int, **recorded: object) -> Path:
+    """A copy of `model` whose recorded loss at `step` is off by 1e-3, with `recorded` set in its pretrain section."""
     copy = tmp_path / "copy"
     copy.mkdir()
-    for path in toy_model.iterdir():
+    for path in model.iterdir():
         (copy / path.name).write_bytes(path.read_bytes())
     settings = json.loads((copy / "toolgym.json").read_text())
-    settings["pretrain"]["reference_losses"][1] += 1e-3
+    settings["pretrain"]["reference_losses"][step] += 1e-3
+    settings["pretrain"].update(recorded)
     (copy / "toolgym.json").write_text(json.dumps(settings))
-    result = verify_default(copy)
+    return copy
+
+
+def test_verify_fails_on_a_tampered_loss(toy_model: Path, tmp_path: Path) -> None:
+    result = verify_default(_copy_with_a_tampered_loss(toy_model, tmp_path, step=1))
     assert not result.ok
     assert "step 1" in result.message
     # Built on this machine: its own bf16 path, so no note about another CPU's rounding.
@@ -65,15 +71,8 @@ def test_verify_fails_on_a_tampered_loss(toy_model: Path, tmp_path: Path) -> Non
 
 
 def test_verify_explains_a_mismatch_on_a_cpu_that_emulates_the_recorded_bf16(toy_model: Path, tmp_path: Path) -> None:
-    copy = tmp_path / "copy"
-    copy.mkdir()
-    for path in toy_model.iterdir():
-        (copy / path.name).write_bytes(path.read_bytes())
-    settings = json.loads((copy / "toolgym.json").read_text())
-    settings["pretrain"]["fast_bf16"] = True  # as if recorded where bf16 is native
-    settings["pretrain"]["reference_losses"][0] += 1e-3
-    (copy / "toolgym.json").write_text(json.dumps(settings))
-    result = verify_default(copy)
+    # As if the losses had been recorded on a CPU where bf16 is native.
+    result = verify_default(_copy_with_a_tampered_loss(toy_model, tmp_path, step=0, fast_bf16=True))
     assert not result.ok
     assert ("round differently" in result.message) == (not fast_bf16())
 

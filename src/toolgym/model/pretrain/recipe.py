@@ -260,7 +260,7 @@ def recipe_rope_theta(recipe: dict[str, Any]) -> float:
 
 BF16_NOTE = """The losses come from bf16 autocast, so rebuilding and verifying need it too, and they are exact
 only on a CPU like the one that recorded them. Where oneDNN has no native bfloat16 (no AVX-512/AMX
-bf16, as on AVX2-only CPUs) bf16 is emulated: a step of this recipe took 80 s there against 5.7 s
+bf16, as on AVX2-only CPUs) bf16 is emulated: a step of the shipped recipe took 80 s there against 5.7 s
 in fp32 (2-core AVX2 EPYC), `verify-default` then takes about half an hour, its losses round
 differently (1.4e-4 at step 0), and both commands say so."""
 
