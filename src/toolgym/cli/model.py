@@ -41,19 +41,16 @@ def init_tiny_command(
     console.print(f"wrote tiny model to [bold]{path}[/bold]: {files}")
 
 
-SLOW_BF16_NOTE = (
-    "this CPU has no native bfloat16 (oneDNN: no AVX-512/AMX bf16), so the recipe's bf16 autocast is emulated: "
-    "about 14x slower than fp32 (80 s against 5.7 s a step of the shipped recipe on a 2-core AVX2 CPU). "
-    "The recorded losses need bf16, so fp32 is no way around it"
-)
-
-
 def _warn_if_bf16_is_emulated(bf16: bool, advice: str) -> None:
     """Say before a long run starts that this machine will take many times the recorded CPU time."""
-    from toolgym.model.pretrain.train import fast_bf16
+    from toolgym.model.pretrain.train import EMULATED_BF16_COST, fast_bf16
 
     if bf16 and not fast_bf16():
-        console.print(f"[yellow]note:[/yellow] {SLOW_BF16_NOTE}; {advice}.")
+        console.print(
+            "[yellow]note:[/yellow] this CPU has no native bfloat16 (oneDNN: no AVX-512/AMX bf16), so the recipe's "
+            f"bf16 autocast is emulated, about 14x slower than fp32 ({EMULATED_BF16_COST}). The recorded losses "
+            f"need bf16, so fp32 is no way around it; {advice}."
+        )
 
 
 @app.command("pretrain-tiny")
@@ -114,6 +111,7 @@ def verify_default_command(
         DEFAULT_MODEL_DIR,
         TinyRecipe,
         read_pretrain_settings,
+        steps_to_verify,
         verify_default,
     )
 
@@ -121,7 +119,7 @@ def verify_default_command(
     try:
         pretrain = read_pretrain_settings(folder)
         recipe = TinyRecipe.from_dict(pretrain["recipe"])
-        count = min(steps or len(pretrain["reference_losses"]), len(pretrain["reference_losses"]))
+        count = steps_to_verify(pretrain, steps)
         _warn_if_bf16_is_emulated(recipe.train.bf16, "--steps 3 checks the first 3 steps only")
         columns = (TextColumn("[bold]re-running[/bold]"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
                    TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())

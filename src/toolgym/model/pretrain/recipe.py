@@ -22,7 +22,15 @@ import torch
 from toolgym.agent.render import MODEL_CONFIG_FILE, Renderer
 from toolgym.model.pretrain.corpus import SKILLS, generate_corpus
 from toolgym.model.pretrain.render import episode_text_plain
-from toolgym.model.pretrain.train import StepRecord, TrainConfig, cpu_seconds, eval_episodes, fast_bf16, train
+from toolgym.model.pretrain.train import (
+    EMULATED_BF16_COST,
+    StepRecord,
+    TrainConfig,
+    cpu_seconds,
+    eval_episodes,
+    fast_bf16,
+    train,
+)
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "default"
 
@@ -205,6 +213,12 @@ def read_pretrain_settings(model_dir: Path) -> dict[str, Any]:
     return settings["pretrain"]
 
 
+def steps_to_verify(pretrain: dict[str, Any], steps: int | None) -> int:
+    """The recorded first steps a verify re-runs: `steps` of them (all when None), at most all."""
+    recorded = len(pretrain["reference_losses"])
+    return min(steps or recorded, recorded)
+
+
 def verify_default(
     model_dir: str | Path = DEFAULT_MODEL_DIR, steps: int | None = None, tolerance: float = 1e-4,
     on_step: Callable[[StepRecord], None] | None = None,
@@ -214,7 +228,7 @@ def verify_default(
     pretrain = read_pretrain_settings(model_dir)
     recipe = TinyRecipe.from_dict(pretrain["recipe"])
     expected = list(pretrain["reference_losses"])
-    count = min(steps or len(expected), len(expected))
+    count = steps_to_verify(pretrain, steps)
     if count == 0:
         raise ValueError(f"{model_dir / MODEL_CONFIG_FILE}: 'reference_losses' is empty; nothing to verify")
     tokenizer = build_recipe_tokenizer(recipe)
@@ -258,11 +272,11 @@ def recipe_rope_theta(recipe: dict[str, Any]) -> float:
     return ROPE_THETA if recipe.get("planted_copy") else 10000.0
 
 
-BF16_NOTE = """The losses come from bf16 autocast, so rebuilding and verifying need it too, and they are exact
+BF16_NOTE = f"""The losses come from bf16 autocast, so rebuilding and verifying need it too, and they are exact
 only on a CPU like the one that recorded them. Where oneDNN has no native bfloat16 (no AVX-512/AMX
-bf16, as on AVX2-only CPUs) bf16 is emulated: a step of the shipped recipe took 80 s there against 5.7 s
-in fp32 (2-core AVX2 EPYC), `verify-default` then takes about half an hour, its losses round
-differently (1.4e-4 at step 0), and both commands say so."""
+bf16, as on AVX2-only CPUs) bf16 is emulated:
+{EMULATED_BF16_COST};
+`verify-default` then takes about half an hour, its losses round differently (1.4e-4 at step 0), and both commands say so."""
 
 
 def model_card(settings: dict[str, Any]) -> str:

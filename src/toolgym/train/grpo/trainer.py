@@ -350,6 +350,8 @@ class _Run:
             tasks += chosen
             episodes += sampled
             used += 1
+            if used == rounds:  # no round follows: train_step builds the groups once, over every round
+                break
             with_signal += self.build_groups(sampled)[1].groups_with_signal
             if with_signal >= config.tasks_per_step:
                 break
