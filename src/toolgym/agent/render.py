@@ -2,7 +2,7 @@
 
 Token-in/token-out: after the first turn the history is never rendered again. Each later prompt is
 the previous prompt + the sampled ids + `observation_ids(new messages)`, so training sees exactly
-what the sampler saw (ARCHITECTURE decision 1), whatever the template does to old turns.
+what the sampler saw (docs/architecture.md, "token-in/token-out"), whatever the template does to old turns.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Training samples from token turns, by extension only: never train on tokens the model did not produce.
 
 loss_mask is 1 exactly on sampled ids (the turn's stop token included) and 0 on everything the
-loop wrote (system, user, tool results, template scaffolding) — ARCHITECTURE decisions 1 and 2.
+loop wrote (system, user, tool results, template scaffolding) (docs/architecture.md,
+"token-in/token-out" and "masks from the sampler").
 """
 
 from __future__ import annotations

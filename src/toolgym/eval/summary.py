@@ -1,7 +1,7 @@
 """Per-environment, per-split success statistics of a run: passes, errors, pass@k and pass^k.
 
 Errored episodes (infrastructure failures) are counted in their own column and left out of every
-denominator (ARCHITECTURE decision 3). pass@k and pass^k are the unbiased estimators averaged
+denominator (docs/architecture.md, "infrastructure errors are not rewards"). pass@k and pass^k are the unbiased estimators averaged
 over tasks; a task needs at least k scored samples, and tasks with fewer are left out and counted
 instead of being estimated from too few samples.
 """

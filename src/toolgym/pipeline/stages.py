@@ -84,7 +84,7 @@ class Context:
             if not (DEFAULT_MODEL_DIR / "config.json").is_file():
                 raise StageError(
                     f"model.path: default: the shipped tiny base is not in this tree ({DEFAULT_MODEL_DIR} has no "
-                    "config.json; it is built by `toolgym model pretrain-tiny`, issue 4). Build it there, or set "
+                    "config.json; it is built by `toolgym model pretrain-tiny`). Build it there, or set "
                     "model.path to a model folder")
             return ModelRef(DEFAULT_MODEL_DIR)
         folder = Path(path)

@@ -2,7 +2,7 @@
 
 SGD is an option for RL fine-tuning: Adam moves every weight by about lr whatever its gradient, so a
 few noisy groups per step walk the weights no episode gave signal for; SGD moves each weight in
-proportion to its gradient (on the tiny default model neither gained held-out tasks: research/tiny_model/NOTES.md).
+proportion to its gradient (on the tiny default model neither gained held-out tasks: docs/results.md).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Content-based copying — a token seen before predicts what followed it — is the skill every tool call
 needs (an argument copies a value from the request or a tool result). From random init it did not form
-within the pre-training budget (research/tiny_model/NOTES.md: chunk copies at random distances stayed
-at uniform loss for 600 steps). The architecture stays plain Qwen3; only the starting weights change:
+within the pre-training budget (chunk copies at random distances stayed at uniform loss for 600
+steps). The architecture stays plain Qwen3; only the starting weights change:
   residual dims [0, E): token embedding (unit norm);  [E, E+K), [E+K, E+2K): codes of the previous
   token and the one before;  last dim: a constant.
   layer 0: head 0 attends 1 back and head 2 attends 2 back (RoPE phases aligned from the constant

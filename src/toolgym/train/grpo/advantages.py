@@ -2,15 +2,14 @@
 
 A group is the G episodes of one task in one step. Episodes with status "error" failed because
 infrastructure broke (env, verifier, server, timeout): they leave the group and are counted, never
-scored 0 (ARCHITECTURE decision 3). A group left with fewer than 2 episodes, or whose rewards are
+scored 0 (docs/architecture.md, "infrastructure errors are not rewards"). A group left with fewer than 2 episodes, or whose rewards are
 all equal, has no relative signal: it gives no gradient and is counted too.
 
 Except, optionally, a *solved* group (every episode succeeded): with `solved_anchor` > 0 its first
 `anchor_episodes` episodes get that advantage. GRPO otherwise trains only on contexts where the
 policy is undecided, and an update that fixes those drifts freely on the ones it already gets
 right (a choice flipped everywhere instead of learned where it applies); the anchor pushes back
-there. It is off by default: on the tiny model it did not stop such a flip (research/tiny_model/NOTES.md,
-session 9).
+there. It is off by default: on the tiny model it did not stop such a flip.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 optimizer steps, over length-bucketed micro-batches with gradient accumulation.
 
 Training consumes each episode's `samples` as recorded (input_ids, loss_mask, sampler_logprobs):
-nothing is re-rendered (ARCHITECTURE decisions 1–2). The ratio's denominator is the sampler's own
+nothing is re-rendered (docs/architecture.md). The ratio's denominator is the sampler's own
 log-prob of each token. `update_epochs` > 1 passes over the same rollouts again (PPO's epochs, TRL's
 `num_iterations`): rollouts cost far more than updates on a CPU, and the clipped ratio bounds how far
 the later passes go. With `ratio_level: sequence` (GSPO) each episode's ratio is computed first, in a
