@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from toolgym.agent.parse import PARSERS, HermesParser, get_parser, register_parser
+from toolgym.agent.parse import PARSERS, HermesParser, get_parser, register_parser, screen_calls
+from toolgym.schema import ToolCall
 
 
 @pytest.fixture
@@ -148,6 +149,82 @@ def test_garbage_never_raises(parser: HermesParser, garbage: str) -> None:
         assert result.errors, f"no error reported for {garbage!r}"
 
 
+@pytest.mark.parametrize("key", ["args", "params", "input", "argument"])
+def test_a_wrong_arguments_key_is_a_format_error_not_an_empty_call(parser: HermesParser, key: str) -> None:
+    result = parser.parse(f'<tool_call>{{"name": "add_note", "{key}": {{"title": "Buy milk"}}}}</tool_call>')
+    assert result.tool_calls == []
+    assert result.errors == [
+        f'tool call 1 (add_note): unknown key(s) "{key}" in the call; a call has "name" and "arguments", '
+        'and the tool\'s arguments go under "arguments"'
+    ]
+
+
+def test_call_keys_and_the_openai_wrapper_are_checked(parser: HermesParser) -> None:
+    text = (
+        '<tool_call>{"name": "a", "arguments": {}, "parameters": {}}</tool_call>'
+        '<tool_call>{"type": "function", "function": {"name": "b", "arguments": {}}, "extra": 1}</tool_call>'
+        '<tool_call>{"type": "function", "id": "c1", "function": {"name": "c", "arguments": {}}}</tool_call>'
+        '<tool_call>{"name": "d", "arguments": {}, "id": "c2", "type": "function"}</tool_call>'
+        '<tool_call>{"name": "e"}</tool_call>'
+    )
+    result = parser.parse(text)
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("c", {}), ("d", {}), ("e", {})]
+    assert 'has both "arguments" and "parameters"' in result.errors[0]
+    assert 'unknown key(s) "extra" around "function"' in result.errors[1]
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("NaN", "NaN is not a JSON number (numbers must be finite)"),
+        ("Infinity", "Infinity is not a JSON number"),
+        ("-Infinity", "-Infinity is not a JSON number"),
+        ("1e400", "the number 1e400 is too large (numbers must be finite)"),
+        ("-1e999", "the number -1e999 is too large"),
+        ("9" * 5000, "an integer of 5,000 digits is too long (at most 100)"),
+        ('"\\ud800"', "unpaired surrogate (\\ud800)"),
+        ('"\udc00"', "unpaired surrogate (\\udc00)"),
+        ("[" * 1000 + "]" * 1000, "the JSON nests deeper than 32 levels"),
+        ('{"a": ' * 5000 + "1" + "}" * 5000, "the JSON nests deeper than 32 levels"),
+    ],
+)
+def test_values_no_tool_should_see_are_format_errors(parser: HermesParser, value: str, error: str) -> None:
+    for body in (
+        f'{{"name": "add_note", "arguments": {{"title": {value}}}}}',
+        json.dumps({"name": "add_note", "arguments": f'{{"title": {value}}}'}),  # arguments as a JSON string
+    ):
+        result = parser.parse(f"<tool_call>{body}</tool_call>")
+        assert result.tool_calls == [], body[:80]
+        assert len(result.errors) == 1 and error in result.errors[0], result.errors
+
+
+def test_large_but_sane_values_still_parse(parser: HermesParser) -> None:
+    body = json.dumps({"name": "a", "arguments": {"n": 2**70, "x": 1e308, "deep": [[[[1]]]], "s": "🙂" * 100}})
+    [call] = parser.parse(f"<tool_call>{body}</tool_call>").tool_calls
+    assert call.arguments == {"n": 2**70, "x": 1e308, "deep": [[[[1]]]], "s": "🙂" * 100}
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(parser: HermesParser) -> None:
+    title = "[" * 500 + '\\"{' * 100
+    [call] = parser.parse(f'<tool_call>{{"name": "a", "arguments": {{"t": "{title}"}}}}</tool_call>').tool_calls
+    assert call.arguments["t"] == "[" * 500 + '"{' * 100
+
+
+def test_chat_mode_calls_are_screened_by_the_same_rules() -> None:
+    calls = [
+        ToolCall(name="ok", arguments={"n": 2**70, "x": [1.5]}),
+        ToolCall(name="nan", arguments={"x": [float("nan")]}),
+        ToolCall(name="big", arguments={"x": 10**200}),
+        ToolCall(name="sur", arguments={"\ud800": 1}),
+        ToolCall(name="deep", arguments={"x": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}),
+    ]
+    kept, errors = screen_calls(calls)
+    assert [c.name for c in kept] == ["ok"]
+    assert errors[0] == "tool call 2 (nan): nan is not a JSON number (numbers must be finite)"
+    assert "tool call 3 (big): an integer of about 201 digits is too long" in errors[1]
+    assert "unpaired surrogate (\\ud800)" in errors[2] and "nests deeper than 32 levels" in errors[3]
+
+
 def test_code_fenced_call_is_accepted(parser: HermesParser) -> None:
     result = parser.parse('<tool_call>```json\n{"name": "a", "arguments": {"k": 1}}\n```</tool_call>')
     assert [(c.name, c.arguments) for c in result.tool_calls] == [("a", {"k": 1})]
@@ -167,3 +244,12 @@ def test_registry() -> None:
         assert isinstance(get_parser("upper-test"), Upper)
     finally:
         PARSERS.pop("upper-test")
+
+
+def test_format_feedback_lists_the_first_few_problems_and_counts_the_rest() -> None:
+    from toolgym.agent.episode import MAX_FEEDBACK_ERRORS, format_feedback
+
+    text = format_feedback([f"problem {i}" for i in range(20_000)])
+    assert text.count("- problem") == MAX_FEEDBACK_ERRORS
+    assert f"and {20_000 - MAX_FEEDBACK_ERRORS} more" in text
+    assert format_feedback(["only one"]).count("- ") == 1

@@ -163,9 +163,11 @@ def test_unreadable_and_foreign_lines_are_skipped_with_reasons(mixed_run: Path, 
     lines = (mixed_run / "results.jsonl").read_text().splitlines()
     path = tmp_path / "results.jsonl"
     path.write_text("\n".join([lines[0], '{"messages": []}', '{"task_id": ', lines[1]]) + "\n")
-    rows, report = convert_rows(iter_lines(path))
-    assert len(rows) == 2 and report.accounted
-    assert dict(report.skipped) == {"invalid JSON": 1, "not a toolgym results row (no 'episode')": 1}
+    rows, report = convert_rows(iter_lines(path), source=str(path))
+    assert len(rows) == 2 and report.accounted and report.valid_rows == 2
+    assert dict(report.skipped) == {"invalid: invalid JSON": 1, "invalid: no assistant message": 1}
+    assert [(line, p.reason) for line, p in report.invalid] == [(2, "no assistant message"), (3, "invalid JSON")]
+    assert f"invalid row {path}:3: invalid JSON: Expecting value" in report.render()
 
 
 def test_cli_convert_prints_counts(mixed_run: Path, tmp_path: Path) -> None:

@@ -190,7 +190,8 @@ def test_teacher_over_http_drops_tasks_it_cannot_solve(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # nothing kept: the outputs are written, the command fails
+    assert "no task kept" in result.output
     [report] = [json.loads(line) for line in (out / "report.jsonl").read_text().splitlines()]
     assert (report["reason"], report["teacher"]) == ("teacher_unsolved", {"samples": 2, "passed": 0, "errors": 0})
     assert (out / "tasks.jsonl").read_text() == ""

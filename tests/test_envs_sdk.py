@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sqlite3
 
 import pytest
 
@@ -210,6 +211,169 @@ def test_integral_float_is_accepted_for_an_integer() -> None:
     result = env.call_tool("complete_note", {"note_id": 3.0})
     assert not result.is_error
     assert changes(env) == [("notes", "update", 3, ["done"])]
+
+
+@tool
+def tag_notes(ctx: ToolContext, tags: list[str], weight: float = 1.0, meta: dict | None = None) -> dict:
+    """Tag notes (boundary tests: arrays, numbers, objects).
+
+    Args:
+        tags: Tags to add.
+        weight: A weight.
+        meta: Free-form metadata.
+    """
+    return {"tags": tags, "weight": weight}
+
+
+class BoundaryApp(ToyApp):
+    name = "toy_boundary"
+    tools = [*ToyApp.tools, tag_notes]
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "message"),
+    [
+        ("complete_note", {"note_id": float("nan")}, "argument 'note_id' must be a finite number; got NaN"),
+        ("complete_note", {"note_id": float("inf")}, "argument 'note_id' must be a finite number; got Infinity"),
+        ("complete_note", {"note_id": 1e308}, "argument 'note_id' is out of range: integers must lie between "
+                                              "-9223372036854775808 and 9223372036854775807"),
+        ("complete_note", {"note_id": 2**63}, "argument 'note_id' is out of range"),
+        ("complete_note", {"note_id": -(2**63) - 1}, "argument 'note_id' is out of range"),
+        ("complete_note", {"note_id": 10**5000}, "got an integer of about 5001 digits"),
+        ("add_note", {"title": "x" * 10_001}, "argument 'title' is too long: 10,001 characters; the limit is 10,000"),
+        ("add_note", {"title": "a\ud800b"}, "argument 'title' is not valid Unicode text: unpaired surrogate \\ud800 at position 1"),
+        ("tag_notes", {"tags": ["ok", "\udfff"]}, "argument 'tags[1]' is not valid Unicode text"),
+        ("tag_notes", {"tags": ["a"] * 1_001}, "argument 'tags' has 1,001 items; the limit is 1,000"),
+        ("tag_notes", {"tags": [], "weight": float("-inf")}, "argument 'weight' must be a finite number; got -Infinity"),
+        ("tag_notes", {"tags": [], "meta": {"k": [float("nan")]}}, "argument 'meta.k[0]' must be a finite number; got NaN"),
+        ("tag_notes", {"tags": [], "meta": {"\ud800": 1}}, "argument 'meta' has a key that is not valid text: '\\ud800'"),
+        ("tag_notes", {"tags": [], "meta": {"k": {1, 2}}}, "argument 'meta.k' must be a JSON value; got set"),
+        ("x" * 60_000, {}, "unknown tool 'xxxxxxxx"),
+        ("add_note", {"x" * 60_000: 1}, "unknown argument(s) 'xxxx"),
+    ],
+)
+def test_the_tool_boundary_refuses_values_tools_and_sqlite_cannot_hold(name: str, arguments: object, message: str) -> None:
+    env = Environment([BoundaryApp()])
+    env.reset({"LOGGED_IN_USER": "ana"})
+    result = env.call_tool(name, arguments)
+    assert result.is_error and message in result.content, result.content
+    assert len(result.content) < 400  # the offending value is shown cut short
+    assert changes(env) == []
+
+
+@pytest.mark.parametrize("depth", [16, 17, 1000])
+def test_nesting_is_limited_without_recursion(depth: int) -> None:
+    env = Environment([BoundaryApp()])
+    env.reset({"LOGGED_IN_USER": "ana"})
+    value: object = {}
+    for _ in range(depth - 2):  # `depth` levels, counting the arguments object around `meta`
+        value = {"a": value}
+    result = env.call_tool("tag_notes", {"tags": [], "meta": value})
+    assert result.is_error == (depth > 16), result.content
+    if depth > 16:
+        assert "argument 'meta' is nested too deeply" in result.content
+
+
+def test_a_long_error_is_cut_keeping_its_advice() -> None:
+    env = fresh()
+    result = env.call_tool("add_note", {"title": "x", "due": "y" * 9_000})
+    assert result.is_error and len(result.content) <= 1_100
+    assert result.content.startswith("Error: cannot read date 'yyy") and "characters cut" in result.content
+    assert result.content.endswith("'tomorrow' or 'next Friday'")
+
+
+# ---------------------------------------------------------------------------------------------
+#  Whose fault: a tool failing on its input is the model's; a broken environment is not
+# ---------------------------------------------------------------------------------------------
+
+FAULTS: dict[str, BaseException] = {
+    "value": ValueError("invalid literal for int() with base 10: 'x'"),
+    "type": TypeError("unsupported operand type(s)"),
+    "key": KeyError("no such status"),
+    "index": IndexError("list index out of range"),
+    "overflow": OverflowError("Python int too large to convert to SQLite INTEGER"),
+    "zero": ZeroDivisionError("division by zero"),
+    "recursion": RecursionError("maximum recursion depth exceeded"),
+    "unicode": UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed"),
+    "integrity": sqlite3.IntegrityError("UNIQUE constraint failed: notes.id"),
+    "binding": sqlite3.ProgrammingError("Error binding parameter 1: type 'list' is not supported"),
+    "like": sqlite3.OperationalError("LIKE or GLOB pattern too complex"),
+    "too_big": sqlite3.OperationalError("string or blob too big"),
+    # infrastructure
+    "locked": sqlite3.OperationalError("database is locked"),
+    "disk": sqlite3.OperationalError("disk I/O error"),
+    "no_table": sqlite3.OperationalError("no such table: notez"),
+    "closed": sqlite3.ProgrammingError("Cannot operate on a closed database."),
+    "corrupt": sqlite3.DatabaseError("database disk image is malformed"),
+    "memory": MemoryError(),
+    "os": OSError("No space left on device"),
+    "attribute": AttributeError("'NoneType' object has no attribute 'lower'"),
+    "runtime": RuntimeError("bug"),
+    "env": EnvError("backend gone"),
+}
+MODEL_FAULTS = ["value", "type", "key", "index", "overflow", "zero", "recursion", "unicode", "integrity", "binding",
+                "like", "too_big"]
+
+
+@tool
+def fail_with(ctx: ToolContext, kind: str) -> dict:
+    """Write a note, then raise the exception named `kind` (as tool code would on some input).
+
+    Args:
+        kind: Which exception to raise.
+    """
+    ctx.db.execute("INSERT INTO notes(owner, title) VALUES (?, ?)", (ctx.env.require_user(), kind))
+    raise FAULTS[kind]
+
+
+class FaultApp(ToyApp):
+    name = "toy_faults"
+    tools = [*ToyApp.tools, fail_with]
+
+
+@pytest.mark.parametrize("kind", list(FAULTS))
+def test_an_exception_on_input_is_the_models_fault_and_infrastructure_stays_infrastructure(kind: str) -> None:
+    env = Environment([FaultApp()])
+    env.reset({"LOGGED_IN_USER": "ana"})
+    if kind in MODEL_FAULTS:
+        result = env.call_tool("fail_with", {"kind": kind})
+        assert result.is_error and result.content.startswith("Error: fail_with could not use these arguments (")
+        assert type(FAULTS[kind]).__name__ in result.content
+    else:
+        with pytest.raises(EnvError, match=r"tool 'fail_with' of app 'toy_faults' crashed"):
+            env.call_tool("fail_with", {"kind": kind})
+    assert changes(env) == []  # either way the half-done write is undone
+    assert env.calls[-1].ok is False
+
+
+def test_a_real_constraint_violation_is_a_tool_error() -> None:
+    @tool
+    def add_note_with_id(ctx: ToolContext, note_id: int) -> dict:
+        """Insert a note with a given id.
+
+        Args:
+            note_id: Id of the new note.
+        """
+        ctx.db.execute("INSERT INTO notes(id, owner, title) VALUES (?, 'ana', 't')", (note_id,))
+        return {"id": note_id}
+
+    class IdApp(ToyApp):
+        name = "toy_ids"
+        tools = [*ToyApp.tools, add_note_with_id]
+
+    env = Environment([IdApp()])
+    env.reset({"LOGGED_IN_USER": "ana"})
+    result = env.call_tool("add_note_with_id", {"note_id": 1})  # note 1 exists
+    assert result.is_error and "IntegrityError: UNIQUE constraint failed: notes.id" in result.content
+    assert not env.call_tool("add_note_with_id", {"note_id": 2**63 - 1}).is_error  # the largest id SQLite holds
+
+
+def test_a_closed_database_is_an_env_error_not_the_models() -> None:
+    env = fresh()
+    env.db().close()
+    with pytest.raises(EnvError, match="unusable"):
+        env.call_tool("complete_note", {"note_id": 1})
+    assert env.call_tool("nope", {}).is_error  # a bad call is still answered without the database
 
 
 def test_a_failed_lookup_is_a_tool_error_the_model_can_act_on() -> None:

@@ -115,3 +115,38 @@ def test_report_limited_to_named_runs(tmp_path: Path) -> None:
     assert "compared" not in only.meta and {e["run"] for e in only.episodes} == {"sft"}
     result = CliRunner().invoke(app, ["report", str(tmp_path), "--run", "rft"], env={"COLUMNS": "300"})
     assert result.exit_code == 2 and "rft: not run folders" in result.output
+
+
+def test_errored_episodes_are_listed_by_cause_in_every_output(tmp_path: Path) -> None:
+    """Errored episodes are out of the pass rate but never out of sight: report.md, report.html and
+    eval.json count them by cause, each cause with one error text and the row it came from."""
+    from toolgym.eval.evaluate import summarize_eval_dir
+
+    causes = {
+        "p": "policy error: PolicyError: server returned 502",
+        "v": "verifier crashed at verifier line 2: RuntimeError: no such table",
+        "t": "timeout: the episode was still running 150s after it started",
+        "u": "user simulator error: TimeoutError: ",
+        "l": "episode loop error: KeyError: 'x'",
+    }
+    episodes = [episode("ok", split="heldout_tasks"), episode("bad", split="heldout_tasks", outcome="fail")]
+    episodes += [episode(f"env{i}", split="heldout_tasks", outcome="error") for i in range(2)]
+    for task_id, error in causes.items():
+        episodes.append(episode(task_id, split="heldout_tasks", outcome="error").model_copy(update={"error": error}))
+    run = tmp_path / "rollout"
+    write_results(run / "results.jsonl", episodes)
+    markdown_path, html_path = write_report(run, tmp_path / "out")
+    markdown, html = markdown_path.read_text(), html_path.read_text()
+    expected = {"env error": 2, "policy error": 1, "verifier error": 1, "timeout": 1, "user simulator error": 1,
+                "internal error": 1}
+    assert "#### Errored episodes by cause" in markdown and "<h4>Errored episodes by cause</h4>" in html
+    for cause, count in expected.items():
+        assert re.search(rf"\| {cause} \| {count}/7 \| .+ \| .+results\.jsonl:\d+ \|", markdown), cause
+        assert f'<td class="l">{cause}</td><td class="r">{count}/7</td>' in html, cause
+    assert "verifier crashed at verifier line 2" in markdown  # the example names what broke
+    assert "env error 2, " in html  # the overview card lists the causes too
+    assert "| heldout_tasks" not in markdown and "1/2 · 50.0%" in markdown  # 2 scored: errors stay out
+    summary = summarize_eval_dir(run, [1])
+    data = json.loads((run / "eval.json").read_text())
+    assert {e["cause"]: e["episodes"] for e in data["errored_by_cause"]} == expected
+    assert summary.groups[0].total.errored_by_cause == expected

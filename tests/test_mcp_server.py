@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import time
 from typing import Any
 
+import httpx
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from test_guard_support import chunked, raw_post
 from test_mcp_support import http_server, serve_env_argv, stdio_params, write_task
-from toolgym.envs import make_env
+from toolgym.envs import EnvError, make_env
 from toolgym.envs.mcp.protocol import (
     DATABASE_METHOD,
     DIFF_METHOD,
@@ -24,7 +27,9 @@ from toolgym.envs.mcp.protocol import (
     decode_database,
     toolgym_request,
 )
+from toolgym.envs.mcp.remote import RemoteMCPEnvironment
 from toolgym.envs.mcp.server import parse_env_variables
+from toolgym.http_guard import API_KEY_ENV, DEFAULT_MAX_BODY_BYTES
 
 BAD_TYPE = {"origin": 3, "destination": "Boston", "date": "2026-07-01"}
 
@@ -173,3 +178,124 @@ def test_cli_refuses_unknown_apps_and_malformed_env_vars() -> None:
                                text=True, timeout=120)
     assert malformed.returncode == 2 and "--env-var 'LOGGED_IN_USER': expected KEY=VALUE" in malformed.stderr
     assert parse_env_variables(["A=1", "B=x=y"]) == {"A": "1", "B": "x=y"}
+
+
+# -- what a browser page or a stranger may not do --------------------------------------------------
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+KEY = "toolgym-env-test-key"
+
+
+def _abandoned_session(url: str, headers: dict[str, str] | None = None) -> str:
+    """A client that opens a session, calls a tool (so the session holds its databases) and goes away
+    without ending it: only the idle timeout frees it."""
+    base = {**MCP_HEADERS, **(headers or {})}
+    opened = httpx.post(url, json=INITIALIZE, headers=base, timeout=30)
+    assert opened.status_code == 200, opened.text
+    session = {**base, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+    httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session, timeout=30)
+    called = httpx.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                   "params": {"name": "list_cities", "arguments": {}}}, headers=session, timeout=30)
+    assert called.status_code == 200 and '"isError":false' in called.text, called.text
+    return opened.headers["mcp-session-id"]
+
+
+async def _live_sessions(url: str) -> int:
+    async with Client(url) as client:
+        return int((await _request(client, INFO_METHOD))["live_sessions"])
+
+
+def _live_sessions_or_none(url: str) -> int | None:
+    """Sessions holding databases, as a fresh client sees them; None while the server refuses it."""
+    try:
+        return asyncio.run(_live_sessions(url))
+    except ExceptionGroup as refused:
+        assert refused.subgroup(lambda e: isinstance(e, MCPError) and "at its limit" in str(e)), refused
+        return None
+
+
+def _jsonrpc_refusal(status: int, reply: httpx.Response) -> str:
+    """The message of a refusal sent as a JSON-RPC error (what MCP clients surface as MCPError)."""
+    assert reply.status_code == status, reply.text
+    body = reply.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] is None
+    return str(body["error"]["message"])
+
+
+def test_http_refuses_foreign_hosts_origins_and_oversized_bodies() -> None:
+    with http_server("booking") as url:
+        port = url.split(":")[2].split("/")[0]
+        rebound = httpx.post(url, json=INITIALIZE, headers={**MCP_HEADERS, "Host": f"attacker.example:{port}"})
+        assert "Host" in _jsonrpc_refusal(421, rebound)
+        cross_site = httpx.post(url, json=INITIALIZE, headers={**MCP_HEADERS, "Origin": "http://attacker.example"})
+        assert "origin" in _jsonrpc_refusal(403, cross_site)
+        same_site = httpx.post(url, json=INITIALIZE, headers={**MCP_HEADERS, "Origin": f"http://localhost:{port}"})
+        assert same_site.status_code == 200
+        declared = raw_post(url, {**MCP_HEADERS, "Content-Length": str(10 * 1024 * 1024)})
+        assert declared.status == 413 and "body limit" in declared.json()["error"]["message"]
+        streamed = raw_post(url, {**MCP_HEADERS, "Transfer-Encoding": "chunked"}, chunked(DEFAULT_MAX_BODY_BYTES + 1))
+        assert streamed.status == 413
+
+        async def still_serves() -> None:
+            async with Client(url) as client:
+                assert (await _text(client, "list_cities", {}))[1] is False
+
+        asyncio.run(still_serves())
+
+
+def _check_env_key(url: str) -> None:
+    async def without_key() -> None:
+        async with Client(url):
+            pass
+
+    with pytest.raises(ExceptionGroup) as refused:
+        asyncio.run(without_key())
+    assert refused.group_contains(MCPError, match="needs an API key", depth=None)
+    assert "not this server's key" in _jsonrpc_refusal(
+        401, httpx.post(url, json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": "Bearer wrong"}))
+    wrong = RemoteMCPEnvironment(url, env_name="booking", headers={"Authorization": "Bearer nope"})
+    with wrong, pytest.raises(EnvError, match="not this server's key"):
+        wrong.reset({})
+    with RemoteMCPEnvironment(url, env_name="booking", headers={"Authorization": f"Bearer {KEY}"}) as env:
+        env.reset({})
+        assert not env.call_tool("list_cities", {}).is_error
+
+
+def test_http_api_key_from_the_flag_or_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    with http_server("booking", "--api-key", KEY) as url:
+        _check_env_key(url)
+    monkeypatch.setenv(API_KEY_ENV, KEY)
+    with http_server("booking") as url:
+        _check_env_key(url)
+
+
+def test_http_caps_live_sessions_and_frees_idle_ones() -> None:
+    with http_server("booking", "--max-sessions", "2", "--session-idle-timeout", "4") as url:
+        _abandoned_session(url)
+        _abandoned_session(url)
+        full = httpx.post(url, json=INITIALIZE, headers=MCP_HEADERS, timeout=30)
+        message = _jsonrpc_refusal(503, full)
+        assert full.headers["retry-after"] == "4"
+        assert "at its limit of 2 live MCP sessions (--max-sessions)" in message
+        assert "an idle session ends after 4 s" in message
+        refused = RemoteMCPEnvironment(url, env_name="booking")
+        with refused, pytest.raises(EnvError, match="at its limit of 2 live MCP sessions"):
+            refused.reset({})
+
+        # The abandoned sessions expire, their databases are closed, and new sessions are let in again.
+        deadline = time.monotonic() + 30
+        while (live := _live_sessions_or_none(url)) != 0:
+            assert time.monotonic() < deadline, f"idle sessions were never freed (live: {live})"
+            time.sleep(0.5)
+
+        async def connected_clients_are_not_idle() -> None:
+            async with Client(url) as first, Client(url) as second:
+                await _text(first, "list_cities", {})
+                await _text(second, "list_cities", {})
+                await asyncio.sleep(5)  # past the idle timeout, but each holds its GET stream open
+                assert (await _request(first, INFO_METHOD))["live_sessions"] == 2
+                assert (await _text(second, "list_cities", {}))[1] is False
+
+        asyncio.run(connected_clients_are_not_idle())

@@ -187,8 +187,8 @@ def test_malformed_tool_call_arguments_become_content_not_a_crash() -> None:
 
 def test_a_server_error_is_a_policy_error_naming_the_status(server: PolicyServer) -> None:
     policy = OpenAIPolicy(server.url, server.model, mode="token", tokenizer_dir=tiny_model_dir(), max_retries=1)
-    huge_id = len(policy.tokenizer) + 100  # outside the vocabulary: the server's policy refuses it
-    with pytest.raises(PolicyError, match=r"HTTP 500: .*outside the vocabulary"):
+    huge_id = len(policy.tokenizer) + 100  # outside the vocabulary: the server refuses it as the client's error
+    with pytest.raises(PolicyError, match=r"HTTP 400: .*outside the vocabulary"):
         asyncio.run(policy.generate(GenerationRequest(sampling=GREEDY, prompt_ids=[5, huge_id])))
 
 

@@ -1,4 +1,5 @@
-"""`toolgym rollout` as a real subprocess: SIGKILL mid-run, re-run, exactly one row per (task, sample)."""
+"""`toolgym rollout` as a real subprocess: SIGKILL, SIGINT or SIGTERM mid-run, re-run, exactly one row per
+(task, sample)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,37 @@ def test_killed_rollout_resumes_to_exactly_one_row_per_task_and_sample(tmp_path:
     manifest = read_manifest(out)
     assert manifest["status"] == "complete" and manifest["tasks_sha256"] == sha256_file(dataset / "tasks.jsonl")
     assert manifest["summary"]["episodes"] == total
+
+
+def test_interrupted_rollouts_exit_cleanly_and_resume_without_duplicates(tmp_path: Path) -> None:
+    """Ctrl-C or SIGTERM with episodes in flight, three times: each stop is an orderly exit (never a crash
+    such as a segfault), keeps every row written, and a re-run completes the run with one row per pair."""
+    dataset = _dataset(tmp_path / "data")
+    out = tmp_path / "run"
+    samples = 300
+    total = 6 * samples
+    command = _command(dataset, out, "oracle", "--samples-per-task", str(samples), "--concurrency", "8")
+    results = out / RESULTS_FILE
+    for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGINT):
+        before = read_rows(results) if results.exists() else []
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=subprocess_env())
+        deadline = time.monotonic() + 300
+        while _lines(results) < len(before) + 5 and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert process.poll() is None, "the run ended before it could be interrupted"
+        process.send_signal(stop)
+        output, _ = process.communicate(timeout=120)
+        assert process.returncode == 128 + stop, output.decode(errors="replace")[-2000:]
+        assert b"run the same command again to resume" in output
+        rows = read_rows(results)
+        assert rows[: len(before)] == before and len(before) < len(rows) < total
+        assert len({row_key(r) for r in rows}) == len(rows)
+        assert read_manifest(out)["status"] == "interrupted"
+    finished = subprocess.run(command, capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    keys = [row_key(r) for r in read_rows(results)]
+    assert len(keys) == len(set(keys)) == total
+    assert read_manifest(out)["status"] == "complete"
 
 
 def test_oracle_rollout_from_the_command_line_passes_every_task(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from toolgym.envs import Environment
+from toolgym.verify import isolation
 from toolgym.verify.sandbox import run_python_verifier, verdict_from_return
 from toy_app import APP, ToyApp
 
@@ -44,6 +45,12 @@ def private_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     sandbox_root = tmp_path / "sandboxes"
     sandbox_root.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(sandbox_root))
+    # Where no bubblewrap sandbox can be made, these rules are still checked, in the weak mode;
+    # what only the kernel sandbox holds is tested in test_verify_hostile.py.
+    if isolation.strong_isolation()[0] is None:
+        monkeypatch.setenv(isolation.TRUST_ENV, "1")
+    else:
+        monkeypatch.delenv(isolation.TRUST_ENV, raising=False)
     return sandbox_root
 
 
@@ -361,3 +368,45 @@ def test_scratch_files_inside_the_sandbox_are_allowed() -> None:
             return int(open("scratch.txt").read() == "notes")
     """)
     assert verdict.error is None and verdict.reward == 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+#  The reader outside the sandbox, and the weak mode a user must opt into
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, [], {"type": 1}, {"type": "int"}, {"type": "int", "value": "1"}, {"type": "bool", "value": 1},
+     {"type": "dict", "value": [1]}, {"type": "float", "value": True}, {"type": "float", "value": "nan"}],
+)
+def test_malformed_values_are_errors_never_exceptions(value: object) -> None:
+    verdict = verdict_from_return(value)  # type: ignore[arg-type]
+    assert verdict.error is not None and not verdict.passed
+
+
+def test_a_verdict_records_its_isolation() -> None:
+    verdict = run("def validate_task(env, final_answer=None):\n    return 1\n")
+    expected = isolation.STRONG if isolation.strong_isolation()[0] is not None else isolation.WEAK
+    assert verdict.passed and verdict.checks[0].detail.endswith(f"[isolation: {expected}]")
+
+
+@pytest.fixture
+def weak_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No bwrap on this 'machine', and the user accepted the risk."""
+    monkeypatch.setattr(isolation, "bwrap_binary", lambda: None)
+    monkeypatch.setenv(isolation.TRUST_ENV, "1")
+
+
+def test_weak_mode_still_runs_fleet_verifiers_and_keeps_its_hook(weak_mode: None, tmp_path: Path) -> None:
+    good = run(FLEET_VERIFIER)
+    assert good.error is None and good.reward == 1.0
+    assert "isolation: weak" in good.checks[0].detail
+    refused = run("import socket\ndef validate_task(env, final_answer=None):\n    return 1\n")
+    assert refused.error is not None and "import of 'socket'" in refused.error
+    target = tmp_path / "escape.txt"
+    written = run(f"def validate_task(env, final_answer=None):\n    open({str(target)!r}, 'w')\n    return 1\n")
+    assert written.error is not None and "outside the work directory" in written.error
+    assert not target.exists()
+    slow = run("def validate_task(env, final_answer=None):\n    while True:\n        pass\n", timeout_s=1.0)
+    assert slow.error == "verifier timed out after 1s (its process group was killed)"

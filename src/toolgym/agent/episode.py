@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from toolgym.agent.parse import ParseResult, ToolCallParser, get_parser
+from toolgym.agent.parse import ParseResult, ToolCallParser, get_parser, screen_calls
 from toolgym.agent.render import DONE_TOOL_NAME, Renderer, load_prompt_style
 from toolgym.agent.samples import build_samples
 from toolgym.agent.user import MARKER_OF, UserSimulator, UserTermination, bind_user_simulator
@@ -36,17 +36,28 @@ DONE_TOOL = ToolSpec(
 )
 
 
+MAX_FEEDBACK_ERRORS = 5  # a turn with thousands of broken tags gets a short answer, not thousands of lines
+
+
 def format_feedback(errors: list[str]) -> str:
-    """What the model reads after a malformed turn: every problem, and the format to use."""
-    lines = ["Error: your tool call could not be read."] + [f"- {e}" for e in errors]
+    """What the model reads after a malformed turn: the first few problems, and the format to use."""
+    lines = ["Error: your tool call could not be read."] + [f"- {e}" for e in errors[:MAX_FEEDBACK_ERRORS]]
+    if len(errors) > MAX_FEEDBACK_ERRORS:
+        lines.append(f"- ... and {len(errors) - MAX_FEEDBACK_ERRORS} more")
     lines.append('Call tools as <tool_call>\n{"name": "NAME", "arguments": {...}}\n</tool_call>')
     return "\n".join(lines)
 
 
 def _answer_text(value: Any) -> str:
+    """The done tool's answer as text; whatever the model put there, this does not raise."""
     if value is None:
         return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):  # too deep, or an int past the digit limit
+        return ""
 
 
 class _EpisodeRun:
@@ -134,6 +145,7 @@ class _EpisodeRun:
             tools=[t.to_openai() for t in self.tools],
             task=self.task,
             turn=turn,
+            sample_index=self.episode.sample_index,
         )
         began = time.perf_counter()
         try:
@@ -171,8 +183,11 @@ class _EpisodeRun:
             parsed = self.parser.parse(self.renderer.decode(ids))
         elif generation.message is not None and generation.message.tool_calls:
             message = generation.message
+            # A server's tool parser is not ours: its calls meet the same rules (finite numbers, valid
+            # Unicode, bounded nesting), so an unsafe one is the model's format error, not a crash later.
+            calls, errors = screen_calls(list(message.tool_calls or []))
             parsed = ParseResult(
-                content=message.content or "", tool_calls=list(message.tool_calls or []),
+                content=message.content or "", tool_calls=calls, errors=errors,
                 reasoning=message.reasoning_content,
             )
         else:
@@ -197,11 +212,14 @@ class _EpisodeRun:
                 return results, True
             began = time.perf_counter()
             try:
+                # A bad call (unknown tool, bad arguments, a tool failing on its input) is a tool error
+                # result: the model's fault, shown to it and scored. Only EnvError, the environment
+                # itself breaking, ends the episode as infrastructure (see envs/environment.py).
                 result = self.env.call_tool(call.name, call.arguments)
             except EnvError as exc:
                 self._fail(f"env error: {exc}")
                 return results, True
-            except Exception as exc:
+            except Exception as exc:  # an environment that broke its contract: still infrastructure
                 self._fail(f"env error: tool {call.name!r} raised {type(exc).__name__}: {exc}")
                 return results, True
             finally:
@@ -283,6 +301,8 @@ class _EpisodeRun:
             generation = await self._generate(turn, prompt_ids, max_new_tokens)
             if generation is None:
                 return
+            if generation.teacher_mistake is not None:
+                episode.teacher_mistake = generation.teacher_mistake
             parsed = self._parse(turn, generation, prompt_ids)
             if parsed is None:
                 return

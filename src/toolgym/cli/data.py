@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()
@@ -16,15 +17,19 @@ def validate(
     path: Path = typer.Argument(..., help="A results.jsonl, a run folder holding one, or an SFT rows file."),
     strict: bool = typer.Option(False, "--strict", help="Exit with status 1 if any row is invalid."),
 ) -> None:
-    """Check roles, system placement, tool-call ids, arguments, tools and token samples; count reasons."""
+    """Check roles, system placement, tool-call ids, arguments, tools and token samples; count reasons.
+
+    Exits 1 when the file has no valid row (empty, or every row invalid), with or without --strict."""
     from toolgym.data.validate import validate_file
 
     try:
         report = validate_file(path)
-    except (FileNotFoundError, OSError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+    except OSError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from exc
-    console.print(report.render())
+    console.print(report.render(), markup=False, highlight=False)  # rows' text is data, never markup
+    if not report.valid:
+        raise typer.Exit(1)
     if strict and report.invalid:
         console.print(f"[red]--strict: {report.invalid} invalid row(s)[/red]")
         raise typer.Exit(1)
@@ -43,7 +48,9 @@ def convert(
         False, "--train-malformed-turns",
         help="Also train assistant turns that wrote a malformed call (default: kept as context, weight 0)."),
 ) -> None:
-    """Write `{messages, tools, …provenance, token_samples}` rows; report rows in/out and skips by reason."""
+    """Write `{messages, tools, …provenance, token_samples}` rows; report rows in/out and skips by reason.
+
+    Rows `data validate` flags are skipped and listed by file, line and field; exits 1 when no row is valid."""
     from toolgym.data.convert import ConvertOptions, convert_run
 
     try:
@@ -55,8 +62,14 @@ def convert(
             train_malformed_turns=train_malformed_turns,
         )
         report = convert_run(run_dir, out, options)
-    except (FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from exc
-    console.print(report.render())
-    console.print(f"wrote {out}")
+    console.print(report.render(), markup=False, highlight=False)
+    console.print(f"wrote {escape(str(out))}")
+    if not report.valid_rows:
+        what = "is empty" if not report.rows_in else f"has no valid row ({report.rows_in} rejected)"
+        console.print(f"[red]error:[/red] {escape(report.source)} {what}: nothing to convert")
+        raise typer.Exit(1)
+    if not report.rows_out:
+        console.print("[yellow]warning:[/yellow] every valid row was skipped by the filters: the output is empty")

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from toolgym.policy.spec import SPEC_HELP
 from toolgym.rollout.tasks import SPLIT_CHOICES
+from toolgym.verify.isolation import TRUST_HELP, tasks_have_verifiers, verifier_refusal
 
 app = typer.Typer(
     invoke_without_command=True,
@@ -65,6 +66,7 @@ def evaluate(
     tokenizer: Path | None = typer.Option(None, "--tokenizer", help="openai token mode: local tokenizer folder."),
     prompt_style: str | None = typer.Option(None, "--prompt-style", help="openai chat mode: compact | full."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
+    trust_verifiers: bool = typer.Option(False, "--trust-verifiers", help=TRUST_HELP),
 ) -> None:
     """Run T trials × N samples of every task (and a greedy pass), then print the tables."""
     if ctx.invoked_subcommand is not None:
@@ -91,6 +93,9 @@ def evaluate(
         raise _fail(str(exc)) from exc
     if not selected:
         raise _fail(f"no tasks in {tasks_path} match split={split} env={env}")
+    refused = verifier_refusal(tasks_have_verifiers(selected), trust_verifiers)
+    if refused:
+        raise _fail(refused)
     for warning in config.warnings():
         console.print(f"[yellow]warning:[/yellow] {warning}")
     hf_kwargs = {"max_batch_size": max_batch_size} if policy.startswith("hf:") else {}
@@ -145,6 +150,7 @@ def sweep_command(
     device: str = typer.Option("cpu", "--device"),
     max_turns: int = typer.Option(20, "--max-turns", min=1),
     concurrency: int = typer.Option(8, "--concurrency", min=1),
+    trust_verifiers: bool = typer.Option(False, "--trust-verifiers", help=TRUST_HELP),
 ) -> None:
     """Evaluate a run's checkpoints (or read its evals) and print Checkpoint 0 vs Best pass@k per env."""
     from toolgym.eval.evaluate import EvalConfig
@@ -157,6 +163,9 @@ def sweep_command(
     try:
         if tasks is not None:
             tasks_path, selected = load_tasks(tasks, split=split, limit=limit)
+            refused = verifier_refusal(tasks_have_verifiers(selected), trust_verifiers)
+            if refused:
+                raise _fail(refused)
             config = EvalConfig(samples_per_task=samples, trials=trials, ks=[k], temperature=temperature,
                                 max_new_tokens=max_new_tokens, seed=seed, greedy=False, max_turns=max_turns,
                                 concurrency=concurrency)

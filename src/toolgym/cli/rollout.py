@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from toolgym.dataset.manifest import sha256_file
 from toolgym.policy.base import SamplingParams
 from toolgym.policy.spec import SPEC_HELP, make_policy
 from toolgym.rollout.tasks import SPLIT_CHOICES, load_tasks
+from toolgym.verify.isolation import TRUST_HELP, tasks_have_verifiers, verifier_refusal
 
 console = Console()
 USER_SIMULATORS = ("scripted", "none")
@@ -53,10 +53,11 @@ def rollout(
     ),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="Run error rows of a previous run again."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
+    trust_verifiers: bool = typer.Option(False, "--trust-verifiers", help=TRUST_HELP),
 ) -> None:
     """Run episodes of every selected task; one durable row per (task, sample) in results.jsonl."""
     from toolgym.agent.users import ScriptedUserSimulator  # heavy (agent, envs): load on use
-    from toolgym.rollout.runner import RolloutError, run_rollout
+    from toolgym.rollout.runner import RolloutError, RolloutInterrupted, run_rollout, run_until_signalled
 
     try:
         tasks_path, selected = load_tasks(
@@ -68,6 +69,10 @@ def rollout(
     if not selected:
         console.print(f"[red]error:[/red] no tasks in {tasks_path} match split={split} env={env}")
         raise typer.Exit(2)
+    refused = verifier_refusal(tasks_have_verifiers(selected), trust_verifiers)
+    if refused:
+        console.print(f"[red]error:[/red] {refused}")
+        raise typer.Exit(2)
     if user_simulator not in USER_SIMULATORS:
         console.print(f"[red]error:[/red] --user-simulator must be one of {', '.join(USER_SIMULATORS)}")
         raise typer.Exit(2)
@@ -75,9 +80,12 @@ def rollout(
     env_factory = None
     if env_mcp:
         from toolgym.envs.mcp import remote_env_factory
+        from toolgym.http_guard import resolve_api_key
 
         try:
-            env_factory = remote_env_factory(env_mcp)
+            # A keyed `toolgym serve env` takes the same $TOOLGYM_API_KEY the server reads.
+            key = resolve_api_key(None)
+            env_factory = remote_env_factory(env_mcp, headers={"Authorization": f"Bearer {key}"} if key else None)
         except ValueError as exc:
             console.print(f"[red]error:[/red] --env-mcp: {exc}")
             raise typer.Exit(2) from exc
@@ -92,7 +100,7 @@ def rollout(
 
     console.print(f"rollout: {len(selected)} task(s) × {samples_per_task} sample(s) with {policy} → {out}")
     try:
-        summary = asyncio.run(
+        summary = run_until_signalled(
             run_rollout(
                 selected, policy_factory, out_dir=out, samples_per_task=samples_per_task, concurrency=concurrency,
                 sampling=sampling, max_turns=max_turns, max_context_tokens=max_context_tokens, timeout_s=timeout,
@@ -107,4 +115,8 @@ def rollout(
     except (RolloutError, ValueError, FileNotFoundError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
+    except RolloutInterrupted as exc:
+        console.print(f"{exc}: every finished episode is in {out / 'results.jsonl'}; "
+                      "run the same command again to resume")
+        raise typer.Exit(exc.exit_code) from exc
     console.print(summary.render())

@@ -1,4 +1,8 @@
-"""`toolgym serve policy CHECKPOINT [--lora ADAPTER]`: an OpenAI-compatible server for a checkpoint."""
+"""`toolgym serve policy CHECKPOINT` (OpenAI-compatible) and `toolgym serve env APP` (MCP): the servers.
+
+Both take the same guard options (`toolgym.http_guard`): `--api-key` (or $TOOLGYM_API_KEY) to require
+`Authorization: Bearer KEY`, `--allowed-host` for the Host names they answer, `--max-body-bytes`.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,37 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from toolgym.http_guard import (
+    API_KEY_ENV,
+    DEFAULT_MAX_BODY_BYTES,
+    GuardSettings,
+    allowed_hosts_for,
+    is_loopback,
+    resolve_api_key,
+)
+
 app = typer.Typer(no_args_is_help=True)
 console = Console(stderr=True)
+
+API_KEY_HELP = (
+    f"Require 'Authorization: Bearer KEY' on every request (default: ${API_KEY_ENV}; the variable keeps the "
+    "key out of the process list)."
+)
+ALLOWED_HOST_HELP = (
+    "A Host name clients reach the server by (repeatable). A loopback server always answers the loopback "
+    "names; a server on another interface answers any name unless some are given."
+)
+MAX_BODY_HELP = "Largest request body, in bytes; a larger one is refused with HTTP 413 before it is read."
+
+
+def _warn_if_open(host: str, api_key: str | None) -> None:
+    """A server reachable from other machines with no key serves anyone who finds the port."""
+    if not is_loopback(host) and api_key is None:
+        console.print(
+            f"[yellow]warning:[/yellow] listening on {host} with no API key: anyone who can reach this port "
+            f"can use the server (set --api-key or ${API_KEY_ENV})",
+            soft_wrap=True,
+        )
 
 
 @app.command("policy")
@@ -23,12 +56,16 @@ def policy(
     max_batch_size: int = typer.Option(32, "--max-batch-size", min=1),
     batch_wait_ms: float = typer.Option(10.0, "--batch-wait-ms", min=0.0),
     parser: str = typer.Option("hermes", "--parser", help="Tool-call parser for chat completions."),
+    api_key: str | None = typer.Option(None, "--api-key", help=API_KEY_HELP),
+    allowed_host: list[str] | None = typer.Option(None, "--allowed-host", help=ALLOWED_HOST_HELP),
+    max_body_bytes: int = typer.Option(DEFAULT_MAX_BODY_BYTES, "--max-body-bytes", min=1024, help=MAX_BODY_HELP),
     log_level: str = typer.Option("warning", "--log-level"),
 ) -> None:
     """Serve /v1/models, /v1/chat/completions and /v1/completions (token ids + logprobs), batched."""
     from toolgym.policy.server import load_served_model, serve
 
     try:
+        key = resolve_api_key(api_key)
         served = load_served_model(
             str(checkpoint), lora=str(lora) if lora else None, model_name=model_name, parser=parser,
             device=device, dtype=dtype, max_batch_size=max_batch_size, batch_wait_ms=batch_wait_ms,
@@ -36,8 +73,11 @@ def policy(
     except (FileNotFoundError, ValueError, KeyError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
-    console.print(f"serving {served.model_name} ({served.policy.checkpoint}) on http://{host}:{port}/v1")
-    serve(served, host=host, port=port, log_level=log_level)
+    console.print(f"serving {served.model_name} ({served.policy.checkpoint}) on http://{host}:{port}/v1"
+                  + (" (API key required)" if key else ""))
+    _warn_if_open(host, key)
+    serve(served, host=host, port=port, log_level=log_level, api_key=key, max_body_bytes=max_body_bytes,
+          allowed_hosts=allowed_host or ())
 
 
 @app.command("env")
@@ -50,7 +90,16 @@ def env(
         None, "--env-var", help="KEY=VALUE env_variable every session starts with (repeatable); "
         "a client replaces them per session with the toolgym/reset method."
     ),
-    session_idle_timeout: float = typer.Option(1800.0, "--session-idle-timeout", min=1.0, help="http: seconds before an idle session (and its state) is dropped."),
+    session_idle_timeout: float = typer.Option(
+        600.0, "--session-idle-timeout", min=1.0,
+        help="http: seconds with no request in flight before a session (and its database copies) is dropped.",
+    ),
+    max_sessions: int = typer.Option(
+        64, "--max-sessions", min=1, help="http: live sessions at most (each holds a copy of the app databases).",
+    ),
+    api_key: str | None = typer.Option(None, "--api-key", help=f"http: {API_KEY_HELP}"),
+    allowed_host: list[str] | None = typer.Option(None, "--allowed-host", help=f"http: {ALLOWED_HOST_HELP}"),
+    max_body_bytes: int = typer.Option(DEFAULT_MAX_BODY_BYTES, "--max-body-bytes", min=1024, help=f"http: {MAX_BODY_HELP}"),
     log_level: str = typer.Option("warning", "--log-level", help="http: uvicorn log level."),
 ) -> None:
     """Serve an environment's agent tools over MCP, one isolated state per session (see toolgym.envs.mcp.server)."""
@@ -61,9 +110,15 @@ def env(
         raise typer.Exit(2)
     try:
         variables = parse_env_variables(env_var)
+        key = resolve_api_key(api_key)
+        guard = GuardSettings(
+            allowed_hosts=allowed_hosts_for(host, allowed_host or ()), api_key=key, max_body_bytes=max_body_bytes,
+        )
+        if transport == "http":
+            _warn_if_open(host, key)
         run_server(
             app_name, transport, host=host, port=port, env_variables=variables,
-            session_idle_timeout_s=session_idle_timeout, log_level=log_level,
+            session_idle_timeout_s=session_idle_timeout, max_sessions=max_sessions, guard=guard, log_level=log_level,
         )
     except (KeyError, ValueError, OSError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from toolgym.dataset.build import BuildConfig, build_tasks, leakage
@@ -14,6 +15,7 @@ from toolgym.dataset.manifest import sha256_file, write_manifest
 from toolgym.dataset.table import split_table
 from toolgym.envs import app_names
 from toolgym.schema.jsonl import write_jsonl
+from toolgym.verify.isolation import TRUST_HELP, dataset_has_verifiers, verifier_refusal
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()
@@ -74,8 +76,11 @@ def validate(
     teacher_model: str | None = typer.Option(None, "--teacher-model", help="Teacher model name served at --teacher-url."),
     samples: int = typer.Option(4, "--samples", min=1, help="Teacher rollouts per task; kept if any succeeds."),
     teacher_concurrency: int = typer.Option(8, "--teacher-concurrency", min=1, help="Teacher episodes in flight."),
+    trust_verifiers: bool = typer.Option(False, "--trust-verifiers", help=TRUST_HELP),
 ) -> None:
-    """Replay every task's reference solution in a fresh env; keep the tasks that score reward 1."""
+    """Replay every task's reference solution in a fresh env; keep the tasks that score reward 1.
+
+    Rows that are not tasks are dropped by file and line; exits 1 when no task is kept."""
     from toolgym.dataset.manifest import tasks_file
     from toolgym.dataset.validate import TeacherConfig, validate_dataset, write_validation
 
@@ -85,37 +90,50 @@ def validate(
     try:
         path = tasks_file(dataset)
     except FileNotFoundError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from exc
+    refused = verifier_refusal(dataset_has_verifiers(path), trust_verifiers)
+    if refused:
+        console.print(f"[red]error:[/red] {escape(refused)}")
+        raise typer.Exit(2)
     out_dir = out or path.parent / "validated"
     teacher = (
         TeacherConfig(policy=f"openai:{teacher_url}#{teacher_model}", samples=samples, concurrency=teacher_concurrency)
         if teacher_url and teacher_model
         else None
     )
-    run = validate_dataset(path, workers=workers, teacher=teacher, out_dir=out_dir)
-    written = write_validation(run, out_dir)
-    table = Table(title=f"validate {path}")
+    try:
+        run = validate_dataset(path, workers=workers, teacher=teacher, out_dir=out_dir)
+        written = write_validation(run, out_dir)
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from exc
+    table = Table(title=f"validate {escape(str(path))}")
     for column in ("Environment", "Input", "Kept", "Dropped"):
         table.add_column(column, justify="left" if column == "Environment" else "right")
     by_env = run.by_env()
     for env_name, counts in by_env.items():
-        table.add_row(env_name, f"{counts['input']:,}", f"{counts['kept']:,}", f"{counts['dropped']:,}")
+        table.add_row(escape(env_name), f"{counts['input']:,}", f"{counts['kept']:,}", f"{counts['dropped']:,}")
     totals = {k: sum(c[k] for c in by_env.values()) for k in ("input", "kept", "dropped")}
     table.add_row("[b]TOTAL[/b]", *(f"[b]{totals[k]:,}[/b]" for k in ("input", "kept", "dropped")))
     console.print(table)
     console.print("reasons: " + ", ".join(f"{reason} {count:,}" for reason, count in run.by_reason().items()))
     dropped = [r for r in run.reports if not r.kept]
     for report in dropped[:10]:
-        console.print(f"  [yellow]dropped[/yellow] line {report.line} {report.id or '?'}: {report.reason}: {report.detail[:200]}")
+        console.print("  [yellow]dropped[/yellow] "
+                      + escape(f"{path}:{report.line} {report.id or '?'}: {report.reason}: {report.detail[:200]}"))
     if len(dropped) > 10:
-        console.print(f"  ... {len(dropped) - 10:,} more in {written['report']}")
+        console.print(escape(f"  ... {len(dropped) - 10:,} more in {written['report']}"))
     console.print(
         f"replayed {len(run.reports):,} tasks in {run.replay_seconds:.2f}s with {run.workers} worker(s): "
         f"{run.tasks_per_second:,.0f} tasks/s"
         + (f"; teacher check {run.teacher_seconds:.1f}s" if run.teacher else "")
     )
-    console.print(f"wrote {written['tasks']} ({totals['kept']:,} tasks), {written['report']}, {written['manifest']}")
+    console.print(escape(f"wrote {written['tasks']} ({totals['kept']:,} tasks), {written['report']}, {written['manifest']}"))
+    if not totals["kept"]:
+        what = "has no task rows" if not run.reports else "had every task dropped"
+        console.print(f"[red]error:[/red] {escape(str(path))} {what}: no task kept")
+        raise typer.Exit(1)
 
 
 @app.command("import")
@@ -123,21 +141,27 @@ def import_(
     file: Path = typer.Argument(..., help="Fleet records: a JSON array (all_tool_use.json) or JSONL."),
     out: Path = typer.Option(..., "--out", help="Output folder for tasks.jsonl, errors.jsonl and manifest.json."),
 ) -> None:
-    """Import Fleet task records as toolgym tasks; bad records are reported by file:line and field."""
+    """Import Fleet task records as toolgym tasks; bad records are reported by file:line and field.
+
+    Exits 1 when nothing was imported (an empty file, or every record rejected)."""
     from toolgym.dataset.fleet import import_fleet_file, write_import
 
     if not file.is_file():
-        console.print(f"[red]error:[/red] {file}: no such file")
+        console.print(f"[red]error:[/red] {escape(str(file))}: no such file")
         raise typer.Exit(2)
     try:
         result = import_fleet_file(file)
-    except (OSError, UnicodeDecodeError) as exc:
-        console.print(f"[red]error:[/red] cannot read {file}: {exc}")
+        written = write_import(result, out)
+    except OSError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from exc
-    written = write_import(result, out)
     for error in result.errors[:20]:
-        console.print(f"[red]rejected[/red] {error}")
+        console.print(f"[red]rejected[/red] {escape(str(error))}")
     if len(result.errors) > 20:
-        console.print(f"... {len(result.errors) - 20:,} more in {written['errors']}")
+        console.print(f"... {len(result.errors) - 20:,} more in {escape(str(written['errors']))}")
     console.print(f"imported {len(result.tasks):,} / rejected {len(result.errors):,} (records read: {result.records:,})")
-    console.print(f"wrote {written['tasks']}, {written['errors']}, {written['manifest']}")
+    console.print(escape(f"wrote {written['tasks']}, {written['errors']}, {written['manifest']}"))
+    if not result.tasks:
+        what = "has no records" if not result.errors else "had every record rejected"
+        console.print(f"[red]error:[/red] {escape(str(file))} {what}: no task imported")
+        raise typer.Exit(1)

@@ -1,6 +1,8 @@
 """`toolgym data convert`: a rollout's results.jsonl → SFT rows `{messages, tools, …provenance}`.
 
-Every input line is accounted for: converted, or skipped with a reason. Rows keep their provenance
+Every input line is accounted for: converted, or skipped with a reason. A row `data validate` flags
+(the same RowChecker decides) is skipped as `invalid: <reason>` and listed by file, line and field; a
+duplicate (task_id, sample_index) is converted once. Rows keep their provenance
 (task_id, env, split, sample_index, reward, partial_score, status, policy, checkpoint, source line)
 and, for token-mode runs, the sampler's exact `token_samples`, so SFT trains on the ids the policy
 produced instead of re-rendering them.
@@ -25,17 +27,18 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from toolgym.agent.samples import build_samples
-from toolgym.data.rows import WEIGHT_FIELD, canonical_json, is_format_feedback, iter_lines, row_kind
-from toolgym.data.validate import check_messages
-from toolgym.rollout.results import RESULTS_FILE, row_to_episode
+from toolgym.data.rows import WEIGHT_FIELD, ResultsRow, canonical_json, is_format_feedback, iter_lines
+from toolgym.data.validate import Problem, RowChecker, check_messages
+from toolgym.rollout.results import RESULTS_FILE
 from toolgym.schema import Episode, TrainingSample
-from toolgym.schema.jsonl import JsonlError, jsonl_in, write_jsonl
+from toolgym.schema.jsonl import jsonl_in, write_jsonl
 
 RowMode = Literal["episode", "turn"]
 ROW_MODES: tuple[RowMode, ...] = ("episode", "turn")
 DEFAULT_STATUSES = ("ok", "truncated")
 PROVENANCE_FIELDS = ("task_id", "env", "split", "sample_index", "reward", "partial_score", "status", "stop_reason",
                      "policy", "checkpoint")
+INVALID_KEPT = 20  # invalid rows listed by line in a report (all are counted)
 
 
 @dataclass
@@ -69,10 +72,16 @@ class ConvertReport:
     feedback_rewritten: int = 0  # format-error feedback tool messages turned into user messages
     turns_not_trained: int = 0  # assistant turns marked weight 0 (malformed call, or cut off)
     by_env: Counter[str] = field(default_factory=Counter)
+    valid_rows: int = 0  # rows `data validate` accepts (converted or skipped by a filter)
+    invalid: list[tuple[int, Problem]] = field(default_factory=list)  # the first INVALID_KEPT, by line
 
     @property
     def accounted(self) -> bool:
         return self.rows_in == self.episodes_converted + sum(self.skipped.values())
+
+    @property
+    def invalid_rows(self) -> int:
+        return sum(count for reason, count in self.skipped.items() if reason.startswith("invalid: "))
 
     def render(self) -> str:
         lines = [
@@ -88,6 +97,10 @@ class ConvertReport:
                          f"assistant turns kept as context, not trained (malformed or cut off): {self.turns_not_trained}")
         if self.by_env:
             lines.append("rows out by env: " + ", ".join(f"{k} {v}" for k, v in sorted(self.by_env.items())))
+        for line, problem in self.invalid:
+            lines.append(f"  invalid row {problem.located(self.source, line)}")
+        if self.invalid_rows > len(self.invalid):
+            lines.append(f"  ... {self.invalid_rows - len(self.invalid)} more invalid rows (`toolgym data validate` lists them)")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,6 +110,8 @@ class ConvertReport:
             "rows_with_token_samples": self.rows_with_token_samples, "skipped": dict(self.skipped),
             "duplicate_turns": self.duplicate_turns, "feedback_rewritten": self.feedback_rewritten,
             "turns_not_trained": self.turns_not_trained, "by_env": dict(self.by_env),
+            "valid_rows": self.valid_rows,
+            "invalid": [{"line": line, "reason": p.reason, "field": p.field, "detail": p.detail} for line, p in self.invalid],
         }
 
 
@@ -136,10 +151,10 @@ def _samples(samples: list[TrainingSample]) -> list[dict[str, Any]]:
     return [s.model_dump(mode="json") for s in samples]
 
 
-def _provenance(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
+def _provenance(row: dict[str, Any], parsed: ResultsRow, source: str, line: int) -> dict[str, Any]:
     out = {name: row.get(name) for name in PROVENANCE_FIELDS}
     out["stop_reason"] = row.get("stop_condition", row.get("stop_reason"))
-    family = (row.get("info") or {}).get("family")
+    family = (parsed.info or {}).get("family")
     if family:
         out["family"] = family
     out["source"] = {"file": source, "line": line}
@@ -157,6 +172,7 @@ class _Converter:
         self.report = ConvertReport(source=source)
         self.seen: set[str] = set()
         self.out: list[dict[str, Any]] = []
+        self.checker = RowChecker()
 
     def skip(self, reason: str) -> None:
         self.report.skipped[reason] += 1
@@ -174,29 +190,36 @@ class _Converter:
         self.report.by_env[str(row.get("env"))] += 1
         return True
 
+    def invalid(self, line: int, problem: Problem) -> None:
+        self.skip(f"invalid: {problem.reason}")
+        if len(self.report.invalid) < INVALID_KEPT:
+            self.report.invalid.append((line, problem))
+
     def add(self, line: int, row: Any) -> None:
         self.report.rows_in += 1
         options = self.options
-        if isinstance(row, JsonlError):
-            self.skip("invalid JSON")
+        check = self.checker.check(row, line)
+        if check.kind == "sft" and check.valid:
+            self.skip("not a toolgym results row (an SFT row)")
             return
-        if row_kind(row) != "results" or "episode" not in row:
-            self.skip("not a toolgym results row (no 'episode')")
+        parsed = check.results
+        if parsed is None:
+            self.invalid(line, check.problems[0])  # not valid results, so check_row named a problem
             return
-        status = row.get("status")
-        if status == "error":
+        self.report.valid_rows += 1
+        if parsed.status == "error":
             self.skip("status error (infrastructure failure: no reward)")
             return
-        if status not in options.statuses:
-            self.skip(f"status {status} not selected")
+        if parsed.status not in options.statuses:
+            self.skip(f"status {parsed.status} not selected")
             return
-        if options.min_reward is not None and (row.get("reward") is None or row["reward"] < options.min_reward):
+        if options.min_reward is not None and (parsed.reward is None or parsed.reward < options.min_reward):
             self.skip(f"reward below {options.min_reward:g}")
             return
         try:
-            episode = row_to_episode(row)
-        except (ValidationError, ValueError) as exc:
-            self.skip(f"episode does not parse ({type(exc).__name__})")
+            episode = parsed.to_episode()
+        except ValidationError as exc:  # validate checked token_samples; kept so a gap skips, never crashes
+            self.invalid(line, Problem("token samples inconsistent", str(exc.errors()[0].get("msg")), "token_samples"))
             return
         messages, trained, rewritten = sft_messages(episode, options.train_malformed_turns)
         tools = [t.to_openai() for t in episode.tools]
@@ -211,7 +234,7 @@ class _Converter:
             return
         turns = episode.token_turns
         aligned = bool(turns) and len(turns) == len(trained)
-        base = _provenance(row, self.report.source, line)
+        base = _provenance(row, parsed, self.report.source, line)
         if options.row_mode == "episode":
             out: dict[str, Any] = {"messages": messages, "tools": tools, **base}
             if aligned:

@@ -8,11 +8,14 @@ turns build). Every problem is a countable reason plus a detail naming the messa
 Results rows may hold the token-mode loop's format-error feedback: a `tool` message with no
 `tool_call_id` (the malformed call had no id). That is valid in a results row (noted, not an
 error); in an SFT row it is invalid, since convert rewrites it as a `user` message.
+
+`RowChecker` is the one definition of a valid row: `data convert` runs it too and skips exactly the rows
+it flags, duplicate (task_id, sample_index) keys included, so what validate passes is what convert reads.
 """
 
 from __future__ import annotations
 
-import json
+import reprlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,25 +25,37 @@ from pydantic import ValidationError
 
 from toolgym.data.rows import (
     ALLOWED_ROLES,
+    ROW_RULES,
     WEIGHT_FIELD,
+    ResultsRow,
     is_format_feedback,
     is_trained,
     iter_lines,
     results_messages,
     row_kind,
 )
-from toolgym.schema.jsonl import JsonlError
+from toolgym.schema.jsonl import NON_FINITE, BadJson, JsonlError, field_path, json_type, loads
 
-STATUSES = ("ok", "truncated", "error")
 EXAMPLES_KEPT = 20
+FIELD_ERRORS_KEPT = 5  # a row with many bad fields reports its first few
+NON_FINITE_TEXT = frozenset(NON_FINITE.values())  # how rows store a non-finite logprob; pydantic reads them
 
 
 @dataclass(frozen=True)
 class Problem:
-    """`reason` is what reports count; `detail` says where (message index, field) and what."""
+    """`reason` is what reports count; `detail` says where (message index, field) and what; `field` is
+    set when the fault is one field of the row, so a report can say `file:line: field 'x': ...`."""
 
     reason: str
     detail: str
+    field: str | None = None
+
+    def located(self, path: str, line: int) -> str:
+        if self.field:
+            return f"{path}:{line}: field '{self.field}': {self.detail}"
+        if self.detail.startswith(self.reason):  # a read error's message already opens with its reason
+            return f"{path}:{line}: {self.detail}"
+        return f"{path}:{line}: {self.reason}: {self.detail}"
 
 
 @dataclass
@@ -51,6 +66,7 @@ class RowCheck:
     notes: list[Problem] = field(default_factory=list)
     status: str | None = None
     task_id: str | None = None
+    results: ResultsRow | None = None  # the parsed row, when it is a results row whose fields are valid
 
     @property
     def valid(self) -> bool:
@@ -62,9 +78,9 @@ def _arguments_problem(arguments: Any, where: str) -> Problem | None:
         return None
     if isinstance(arguments, str):
         try:
-            parsed = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            return Problem("tool call arguments are not JSON", f"{where}.function.arguments: {exc.msg} at position {exc.pos}")
+            parsed = loads(arguments) if arguments.strip() else {}
+        except BadJson as exc:
+            return Problem("tool call arguments are not JSON", f"{where}.function.arguments: {exc.message}")
         if isinstance(parsed, dict):
             return None
         return Problem("tool call arguments are not a JSON object",
@@ -163,7 +179,9 @@ def check_messages(messages: Any, tools: Any, *, feedback_tool_messages: bool,
             open_ids.update(_check_calls(message, where, tool_names, has_tools, problems, notes))
         elif role == "tool":
             call_id = message.get("tool_call_id")
-            if not call_id:
+            if call_id is not None and not isinstance(call_id, str):
+                problems.append(Problem("malformed tool_call_id", f"{where}.tool_call_id: got {type(call_id).__name__}"))
+            elif not call_id:
                 if feedback_tool_messages and is_format_feedback(message):
                     notes.append(Problem("format-error feedback (tool message without tool_call_id)", where))
                 else:
@@ -208,6 +226,8 @@ def check_token_samples(samples: Any, where: str = "token_samples") -> list[Prob
             problems.append(Problem(reason, f"{at}.input_ids: ids must be non-negative integers"))
         if not all(m in (0, 1) for m in mask):
             problems.append(Problem(reason, f"{at}.loss_mask: values must be 0 or 1"))
+        if not all((isinstance(p, int | float) and not isinstance(p, bool)) or (isinstance(p, str) and p in NON_FINITE_TEXT) for p in logprobs):
+            problems.append(Problem(reason, f"{at}.sampler_logprobs: values must be numbers"))
         if mask and mask[0] == 1:
             problems.append(Problem(reason, f"{at}.loss_mask: the first token has no context to be predicted from"))
         trained += sum(1 for m in mask if m == 1)
@@ -216,18 +236,30 @@ def check_token_samples(samples: Any, where: str = "token_samples") -> list[Prob
     return problems
 
 
-def _check_results_tokens(row: dict[str, Any], problems: list[Problem]) -> None:
+def field_problems(exc: ValidationError) -> list[Problem]:
+    """One Problem per pydantic error (the first few), each naming its field; reasons group by field
+    with list indices dropped, so `episode.messages[3].role` counts as `episode.messages.role`."""
+    problems = []
+    for error in exc.errors()[:FIELD_ERRORS_KEPT]:
+        loc = tuple(error.get("loc", ()))
+        where = field_path(loc)
+        kind = field_path(p for p in loc if not isinstance(p, int)) or "row"
+        rule = ROW_RULES.get(error["type"])
+        reason = rule or (f"missing field '{kind}'" if error["type"] == "missing" else f"bad field '{kind}'")
+        detail = str(error.get("msg", "invalid value"))
+        if not rule and error["type"] != "missing" and "input" in error:
+            value = error["input"]
+            shown = reprlib.repr(value) if value is None or isinstance(value, str | int | float) else json_type(value)
+            detail += f", got {shown}"
+        problems.append(Problem(reason, detail, where or None))
+    return problems
+
+
+def _check_results_tokens(parsed: ResultsRow, problems: list[Problem]) -> None:
     """The row's token_samples must be exactly what its episode's token turns build."""
     from toolgym.agent.samples import build_samples
-    from toolgym.schema import Episode
 
-    try:
-        episode = Episode.model_validate({**row["episode"], "samples": []})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first.get("loc", ()))
-        problems.append(Problem("episode does not parse", f"episode.{loc}: {first.get('msg')}"))
-        return
+    episode = parsed.episode
     if not episode.token_turns:
         return
     assistants = sum(1 for m in episode.messages if m.role == "assistant")
@@ -235,32 +267,39 @@ def _check_results_tokens(row: dict[str, Any], problems: list[Problem]) -> None:
         problems.append(Problem("token turns do not match assistant turns",
                                 f"episode: {len(episode.token_turns)} token turns for {assistants} assistant messages"))
     built = [s.model_dump(mode="json") for s in build_samples(episode.token_turns)]
-    if built != row.get("token_samples"):
+    if built != parsed.token_samples:
         problems.append(Problem("token samples differ from the episode's token turns",
                                 "token_samples: not what build_samples(episode.token_turns) gives"))
 
 
 def check_results_row(row: dict[str, Any], line: int) -> RowCheck:
-    check = RowCheck(line=line, kind="results", status=row.get("status"), task_id=row.get("task_id"))
-    status = row.get("status")
-    if status not in STATUSES:
-        check.problems.append(Problem("unknown status", f"status: {status!r} (allowed: {', '.join(STATUSES)})"))
-    errored = status == "error"
-    if errored and row.get("reward") is not None:
-        check.problems.append(Problem("error row carries a reward", "reward: an infrastructure error has no reward"))
-    problems, notes = check_messages(results_messages(row), row.get("tool_defs"), feedback_tool_messages=True,
-                                     need_assistant=not errored)
+    """Fields and types first (ResultsRow: episode, reward against status, ...), then the conversation
+    and token samples; `check.results` holds the parsed row when its fields are valid."""
+    check = RowCheck(line=line, kind="results", status=_label(row.get("status")), task_id=_label(row.get("task_id")))
+    try:
+        parsed = ResultsRow.model_validate(row)
+    except ValidationError as exc:
+        check.problems += field_problems(exc)
+        return check
+    problems, notes = check_messages(results_messages(row), parsed.tool_defs, feedback_tool_messages=True,
+                                     need_assistant=parsed.status != "error")
     check.problems += problems
     check.notes += notes
-    if "token_samples" in row:
-        check.problems += check_token_samples(row["token_samples"])
-    if isinstance(row.get("episode"), dict) and not check.problems:
-        _check_results_tokens(row, check.problems)
+    check.problems += check_token_samples(parsed.token_samples)
+    if not check.problems:
+        _check_results_tokens(parsed, check.problems)
+    if not check.problems:
+        check.results = parsed
     return check
 
 
+def _label(value: Any) -> str | None:
+    """A status or task id fit for a report's counts, whatever type the row gave it."""
+    return None if value is None else value if isinstance(value, str) else reprlib.repr(value)
+
+
 def check_sft_row(row: dict[str, Any], line: int) -> RowCheck:
-    check = RowCheck(line=line, kind="sft", status=row.get("status"), task_id=row.get("task_id"))
+    check = RowCheck(line=line, kind="sft", status=_label(row.get("status")), task_id=_label(row.get("task_id")))
     problems, notes = check_messages(row.get("messages"), row.get("tools"), feedback_tool_messages=False)
     check.problems += problems
     check.notes += notes
@@ -270,6 +309,9 @@ def check_sft_row(row: dict[str, Any], line: int) -> RowCheck:
 
 
 def check_row(row: Any, line: int) -> RowCheck:
+    """One row on its own (a line's JsonlError included); RowChecker adds the checks across rows."""
+    if isinstance(row, JsonlError):
+        return RowCheck(line=line, kind="unknown", problems=[Problem(row.reason, row.message, row.field)])
     kind = row_kind(row)
     if kind == "results":
         return check_results_row(row, line)
@@ -277,6 +319,28 @@ def check_row(row: Any, line: int) -> RowCheck:
         return check_sft_row(row, line)
     return RowCheck(line=line, kind="unknown",
                     problems=[Problem("not a results or SFT row", "needs 'messages' (SFT) or 'episode'/'completion' (results)")])
+
+
+class RowChecker:
+    """Checks a file's rows in order: each row on its own, and a results row whose (task_id,
+    sample_index) an earlier valid row already has is a duplicate (a rollout writes each key once)."""
+
+    def __init__(self) -> None:
+        self.first_line: dict[tuple[str, int], int] = {}
+
+    def check(self, row: Any, line: int) -> RowCheck:
+        check = check_row(row, line)
+        if check.results is None:
+            return check
+        key = check.results.key
+        if key in self.first_line:
+            check.problems.append(Problem("duplicate (task_id, sample_index)",
+                                          f"task {reprlib.repr(key[0])} sample {key[1]} is already on line "
+                                          f"{self.first_line[key]}"))
+            check.results = None
+        else:
+            self.first_line[key] = line
+        return check
 
 
 @dataclass
@@ -323,7 +387,9 @@ class ValidationReport:
         for reason, count in self.notes.most_common():
             lines.append(f"  note: {reason}: {count}")
         for line, problem in self.examples[:10]:
-            lines.append(f"  {self.path}:{line}: {problem.reason}: {problem.detail}")
+            lines.append(f"  {problem.located(self.path, line)}")
+        if not self.valid:
+            lines.append(f"no valid rows in {self.path}" + (" (the file is empty)" if not self.rows else ""))
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -340,9 +406,7 @@ def validate_file(path: str | Path) -> ValidationReport:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     report = ValidationReport(path=str(path))
+    checker = RowChecker()
     for line, row in iter_lines(path):
-        if isinstance(row, JsonlError):
-            report.add(RowCheck(line=line, kind="unknown", problems=[Problem("invalid JSON", row.message)]))
-        else:
-            report.add(check_row(row, line))
+        report.add(checker.check(row, line))
     return report

@@ -3,13 +3,16 @@
 Fleet's field names vary between versions (`key` / `task_key`, `env_id` / `env_key`, `verifier_func`
 / `verifier_code`, ...); each toolgym field reads the first alias present. A malformed record is
 reported with its file, line (the JSONL line, or the line where the array element starts) and
-field, and the good records are still imported.
+field, and the good records are still imported. Files are read with the JSONL reader's rules (UTF-8,
+bounded nesting, no integer past Python's digit limit, no lone surrogates): a bad record is a
+rejection, never a crash.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import reprlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -20,7 +23,7 @@ from pydantic import ValidationError
 
 from toolgym.dataset.manifest import sha256_file, write_manifest
 from toolgym.schema import Task
-from toolgym.schema.jsonl import write_jsonl
+from toolgym.schema.jsonl import BadJson, check_value, field_path, loads, write_jsonl
 
 # toolgym field -> Fleet names, in order of preference.
 FIELD_ALIASES: dict[str, tuple[str, ...]] = {
@@ -37,6 +40,8 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
 }
 MODALITIES = ("tool_use", "computer_use")
 DEFAULT_ENV_VERSION = "latest"  # Fleet makes the latest version when none is named
+_short = reprlib.Repr()
+_short.maxstring = _short.maxother = 80  # a rejected value is quoted, not copied whole into the report
 
 
 @dataclass
@@ -108,7 +113,16 @@ def _iter_array(text: str) -> Iterator[tuple[int, Any]]:
                 "records after it were not read"
             )
             return
-        yield start_line, value
+        except (RecursionError, ValueError) as exc:  # nesting past the stack, or the integer digit limit
+            what = "nested too deeply" if isinstance(exc, RecursionError) else "an integer has too many digits"
+            yield start_line, _Reject(f"invalid JSON in the record starting here: {what}; records after it were not read")
+            return
+        try:
+            check_value(value)
+        except BadJson as exc:
+            yield start_line, _Reject(exc.message, exc.field)
+        else:
+            yield start_line, value
         index = _skip_space(text, end)
         if index < len(text) and text[index] == ",":
             index = _skip_space(text, index + 1)
@@ -119,24 +133,32 @@ def _iter_array(text: str) -> Iterator[tuple[int, Any]]:
         return
 
 
-def _iter_jsonl(text: str) -> Iterator[tuple[int, Any]]:
-    for number, raw in enumerate(text.splitlines(), start=1):
+def _iter_jsonl(data: bytes) -> Iterator[tuple[int, Any]]:
+    """Lines split on bytes: a bad byte spoils its own line only, and U+2028 inside a string is no break."""
+    for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:
-            yield number, json.loads(raw)
-        except json.JSONDecodeError as exc:
-            yield number, _Reject(f"invalid JSON: {exc.msg} at column {exc.colno}")
+            yield number, loads(raw)
+        except BadJson as exc:
+            yield number, _Reject(exc.message, exc.field)
 
 
 def iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
     """(line, record) pairs from a JSON array or a JSONL file; unreadable records come as _Reject."""
-    text = Path(path).read_text(encoding="utf-8-sig")
-    first = _skip_space(text, 0)
-    if first < len(text) and text[first] == "[":
-        yield from _iter_array(text)
-    else:
-        yield from _iter_jsonl(text)
+    data = Path(path).read_bytes().removeprefix(b"\xef\xbb\xbf")
+    stripped = data.lstrip(b" \t\r\n")
+    if not stripped.startswith(b"["):
+        yield from _iter_jsonl(data)
+        return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        yield line, _Reject(f"invalid UTF-8: byte 0x{data[exc.start]:02x} at column {column}; no record was read")
+        return
+    yield from _iter_array(text)
 
 
 # ------------------------------------------------------------------------------------------
@@ -152,7 +174,7 @@ def _pick(record: dict[str, Any], target: str) -> tuple[str, Any]:
     name, value = present[0]
     for other, other_value in present[1:]:
         if other_value != value:
-            raise _Reject(f"disagrees with '{other}' ({other_value!r} vs {value!r})", name)
+            raise _Reject(f"disagrees with '{other}' ({_short.repr(other_value)} vs {_short.repr(value)})", name)
     return name, value
 
 
@@ -164,7 +186,7 @@ def _text(record: dict[str, Any], target: str, required: bool) -> tuple[str, str
             raise _Reject(f"missing (give {names})", name)
         return name, None
     if not isinstance(value, str) or not value.strip():
-        raise _Reject(f"must be a non-empty string, got {type(value).__name__} {value!r}", name)
+        raise _Reject(f"must be a non-empty string, got {type(value).__name__} {_short.repr(value)}", name)
     return name, value
 
 
@@ -174,6 +196,8 @@ def _check_verifier(code: str, field_name: str) -> None:
         tree = ast.parse(code)
     except SyntaxError as exc:
         raise _Reject(f"syntax error at verifier line {exc.lineno}: {exc.msg}", field_name) from exc
+    except (RecursionError, MemoryError, ValueError) as exc:  # the parser's limits on nesting, and NUL bytes
+        raise _Reject(f"not parseable Python ({type(exc).__name__}: {exc or 'too complex'})", field_name) from exc
     functions = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
     if any(f.name == "validate_task" for f in functions):
         return
@@ -191,7 +215,8 @@ def _env_variables(record: dict[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, item in value.items():
         if isinstance(item, bool) or not isinstance(item, str | int | float):
-            raise _Reject(f"value of {key!r} must be a string or number, got {type(item).__name__}", f"{name}.{key}")
+            raise _Reject(f"value of {_short.repr(key)} must be a string or number, got {type(item).__name__}",
+                          f"{name}.{key}")
         out[str(key)] = str(item)
     return out
 
@@ -203,7 +228,7 @@ def _difficulty(record: dict[str, Any]) -> int:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 3:
-        raise _Reject(f"must be 1, 2 or 3, got {value!r}", name)
+        raise _Reject(f"must be 1, 2 or 3, got {_short.repr(value)}", name)
     return value
 
 
@@ -217,7 +242,7 @@ def record_to_task(record: Any, source: str, line: int) -> Task:
     _, version = _text(record, "env_version", required=False)
     env, _, key_version = (env_key or "").partition(":")
     if not env:
-        raise _Reject(f"has no environment name: {env_key!r}", env_field)
+        raise _Reject(f"has no environment name: {_short.repr(env_key)}", env_field)
     _, data_id = _text(record, "data_id", required=False)
     _, data_version = _text(record, "data_version", required=False)
     verifier_field, verifier = _text(record, "verifier_code", required=True)
@@ -226,7 +251,7 @@ def record_to_task(record: Any, source: str, line: int) -> Task:
     if modality is None:
         modality = "tool_use"
     if modality not in MODALITIES:
-        raise _Reject(f"must be one of {', '.join(MODALITIES)}, got {modality!r}", modality_field)
+        raise _Reject(f"must be one of {', '.join(MODALITIES)}, got {_short.repr(modality)}", modality_field)
     consumed = {name for names in FIELD_ALIASES.values() for name in names}
     extra = {k: v for k, v in record.items() if k not in consumed}
     try:
@@ -245,7 +270,7 @@ def record_to_task(record: Any, source: str, line: int) -> Task:
         )
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise _Reject(str(first.get("msg")), ".".join(str(p) for p in first.get("loc", ()))) from exc
+        raise _Reject(str(first.get("msg")), field_path(first.get("loc", ())) or None) from exc
 
 
 def import_fleet_file(path: str | Path) -> FleetImport:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import toolgym
-from toolgym.schema.jsonl import jsonl_in
+from toolgym.schema.jsonl import BadJson, jsonl_in, loads
 
 TASKS_FILE = "tasks.jsonl"
 
@@ -43,15 +44,25 @@ def write_manifest(directory: str | Path, kind: str, **fields: Any) -> Path:
         "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         **fields,
     }
-    path.write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n")
+    # Written aside and renamed: a kill mid-write must not leave a torn manifest that every resume trips on.
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(temporary, path)
     return path
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:
+    """The folder's manifest.json ({} when there is none); a corrupt one raises ValueError naming the file."""
     path = Path(directory) / "manifest.json"
     if not path.exists():
         return {}
-    return json.loads(path.read_text())
+    try:
+        data = loads(path.read_bytes())
+    except BadJson as exc:
+        raise ValueError(f"{path}: {exc.message}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a manifest (a JSON object), got {type(data).__name__}")
+    return data
 
 
 def tasks_file(dataset: str | Path) -> Path:

@@ -28,6 +28,7 @@ from toolgym.dataset.manifest import TASKS_FILE, read_manifest, sha256_file, tas
 from toolgym.dataset.replay import replay_task
 from toolgym.envs import Environment, get_app, make_env
 from toolgym.schema import Task
+from toolgym.schema.jsonl import BadJson, field_path, json_type, loads
 
 REPORT_FILE = "report.jsonl"
 # Why a task was kept or dropped; report rows and manifest counts use these names.
@@ -129,6 +130,8 @@ def read_rows(path: Path) -> list[tuple[int, bytes]]:
     with open(path, "rb") as handle:
         for number, line in enumerate(handle, start=1):
             content = line[:-1] if line.endswith(b"\n") else line
+            if number == 1:
+                content = content.removeprefix(b"\xef\xbb\xbf")  # a BOM is no part of the row
             if content.strip():
                 rows.append((number, content))
     return rows
@@ -143,20 +146,36 @@ _worker_envs: dict[str, Environment] = {}
 
 def _first_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ()))
+    where = field_path(first.get("loc", ()))
     return f"field '{where}': {first.get('msg')}" if where else str(first.get("msg"))
 
 
-def _bare_identity(raw: bytes) -> tuple[str | None, str | None]:
-    """id and env of a row that is not a valid Task, when its JSON allows."""
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return None, None
-    if not isinstance(data, dict):
-        return None, None
+def _bare_identity(data: dict[str, Any]) -> tuple[str | None, str | None]:
+    """id and env of a row that is not a valid Task, where they are strings."""
     ident, env = data.get("id"), data.get("env")
     return (ident if isinstance(ident, str) else None), (env if isinstance(env, str) else None)
+
+
+class InvalidRow(ValueError):
+    """A row that is not a Task: why (naming the field), and its id and env where it has them as strings."""
+
+    def __init__(self, message: str, identity: tuple[str | None, str | None] = (None, None)) -> None:
+        super().__init__(message)
+        self.identity = identity
+
+
+def parse_task(raw: bytes) -> Task:
+    """A row as a Task, read by the JSONL reader's rules (UTF-8, bounded nesting, no lone surrogates)."""
+    try:
+        data = loads(raw)
+    except BadJson as exc:
+        raise InvalidRow(f"field '{exc.field}': {exc.message}" if exc.field else exc.message) from None
+    if not isinstance(data, dict):
+        raise InvalidRow(f"not a JSON object (got {json_type(data)})")
+    try:
+        return Task.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidRow(_first_error(exc), _bare_identity(data)) from None
 
 
 def replay_row(line: int, raw: bytes, envs: dict[str, Environment] | None = None) -> TaskReport:
@@ -164,11 +183,9 @@ def replay_row(line: int, raw: bytes, envs: dict[str, Environment] | None = None
     envs = _worker_envs if envs is None else envs
     started = time.perf_counter()
     try:
-        task = Task.model_validate_json(raw)
-    except ValidationError as exc:
-        ident, env_name = _bare_identity(raw)
-        report = TaskReport(line, ident, env_name, False, "invalid_row", _first_error(exc))
-        return report
+        task = parse_task(raw)
+    except InvalidRow as exc:
+        return TaskReport(line, *exc.identity, False, "invalid_row", str(exc))
     report = TaskReport(line, task.id, task.env, False, "kept")
     try:
         env = envs.get(task.env)
@@ -216,7 +233,7 @@ def _warm_snapshots(env_names: list[str]) -> None:
 
 
 def _env_names(rows: list[tuple[int, bytes]]) -> list[str]:
-    names = {m.group(1).decode() for _, raw in rows if (m := _ENV_HINT.search(raw))}
+    names = {m.group(1).decode(errors="replace") for _, raw in rows if (m := _ENV_HINT.search(raw))}
     return sorted(names)
 
 
@@ -272,7 +289,7 @@ def _teacher_check(run: ValidationRun, teacher: TeacherConfig, out_dir: Path) ->
     if not survivors:
         return
     raw_by_line = dict(run.rows)
-    tasks = [Task.model_validate_json(raw_by_line[line]) for line in survivors]
+    tasks = [parse_task(raw_by_line[line]) for line in survivors]
     rollout_dir = out_dir / "teacher"
     sampling = SamplingParams(temperature=teacher.temperature, max_new_tokens=teacher.max_new_tokens)
 
@@ -345,7 +362,10 @@ def write_validation(run: ValidationRun, out_dir: str | Path) -> dict[str, Path]
     with open(report_path, "w", encoding="utf-8") as handle:
         for report in run.reports:
             handle.write(json.dumps(asdict(report), ensure_ascii=False, separators=(",", ":")) + "\n")
-    source = read_manifest(run.input_path.parent)
+    try:
+        source = read_manifest(run.input_path.parent)
+    except ValueError:  # the input folder's manifest only names its version: unreadable is no reason to stop
+        source = {}
     env_versions = {}
     for env_name in run.by_env():
         try:

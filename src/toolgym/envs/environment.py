@@ -1,4 +1,23 @@
-"""Environment: one or more apps with per-episode state, a tool-call log and the seed → current diff."""
+"""Environment: one or more apps with per-episode state, a tool-call log and the seed → current diff.
+
+Whose fault is a failed call? `call_tool` answers that once, for every app:
+
+- The model's (a tool error: an `Error: ...` result the model reads; the episode goes on and is
+  scored): an unknown tool, a tool of the other party, arguments that break the schema or the tool
+  boundary (envs/tool.py), a `ToolError`, and an exception a tool raises on the values it was
+  given. Those are the exceptions Python and SQLite raise for a bad value: ValueError (with
+  UnicodeError), TypeError, LookupError, ArithmeticError, RecursionError, sqlite3.IntegrityError,
+  DataError and InterfaceError, sqlite3.ProgrammingError about binding a parameter, and
+  sqlite3.OperationalError naming a limit a value hit ("too big", "too complex", "too many" …).
+- Infrastructure's (`EnvError`; the episode ends as `error`, outside pass rates): everything
+  else, i.e. the machine or the engine failing (MemoryError, OSError, a locked, busy, full,
+  read-only, closed or corrupt database, a missing table), exceptions that say the code itself is
+  wrong (AttributeError, NameError, AssertionError, NotImplementedError, other RuntimeErrors), and
+  any exception of a tool called with no arguments, which no model input can have caused.
+
+So no exception escapes `call_tool` but `EnvError`, and no model input can end an episode as an
+infrastructure error unless a tool has a bug of that second kind (bench/fuzz_tools.py looks for them).
+"""
 
 from __future__ import annotations
 
@@ -11,12 +30,43 @@ from typing import Any
 from toolgym.envs.app import App, ToolContext
 from toolgym.envs.context import EnvContext
 from toolgym.envs.database import RowChange, diff
-from toolgym.envs.tool import Tool, ToolError
+from toolgym.envs.tool import Tool, ToolError, short_repr
 from toolgym.schema import ToolSpec
 
 
 class EnvError(RuntimeError):
     """The environment itself broke (a tool bug, a dead server): an infrastructure error, not a reward."""
+
+
+MAX_ERROR_CHARS = 1_000  # an error the model reads; longer ones keep their head and tail
+
+# Exceptions Python raises for a bad value: from a tool given arguments, the arguments were bad.
+_VALUE_FAULTS: tuple[type[BaseException], ...] = (
+    ValueError, TypeError, LookupError, ArithmeticError, RecursionError,
+    sqlite3.IntegrityError, sqlite3.DataError, sqlite3.InterfaceError,
+)
+# SQLite limits a value can hit: LIKE pattern, string or blob length, bound variables, expression depth.
+_SQLITE_LIMIT_WORDS = ("too big", "too complex", "too many", "too large", "too long", "stack overflow")
+
+
+def model_caused(exc: BaseException, had_arguments: bool) -> bool:
+    """Whether a tool's exception is the model's fault (a tool error) rather than infrastructure's."""
+    if not had_arguments or isinstance(exc, EnvError | MemoryError | OSError):
+        return False
+    message = str(exc).lower()
+    if isinstance(exc, sqlite3.ProgrammingError):
+        return "binding parameter" in message or "not supported" in message
+    if isinstance(exc, sqlite3.OperationalError):
+        return any(words in message for words in _SQLITE_LIMIT_WORDS)
+    return isinstance(exc, _VALUE_FAULTS)
+
+
+def clip(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """`text` cut to `limit` characters around a marker, keeping the start and the advice at the end."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 2 // 3, limit // 3 - 20
+    return f"{text[:head]} … [{len(text) - head - tail:,} characters cut] … {text[-tail:]}"
 
 
 @dataclass
@@ -49,14 +99,16 @@ _CALL_SAVEPOINT = "toolgym_tool_call"
 
 def _end_savepoint(conn: sqlite3.Connection, atomic: bool, undo: bool) -> None:
     """Release (or roll back to) the per-call savepoint, unless the tool already ended it with COMMIT."""
-    if not atomic or not conn.in_transaction:
-        return
     try:
+        if not atomic or not conn.in_transaction:
+            return
         if undo:
             conn.execute(f"ROLLBACK TO {_CALL_SAVEPOINT}")
         conn.execute(f"RELEASE {_CALL_SAVEPOINT}")
     except sqlite3.OperationalError:
         pass  # the tool closed the transaction itself
+    except sqlite3.Error as exc:  # a closed or broken connection: the call's effect is unknown
+        raise EnvError(f"could not end the tool call's transaction: {type(exc).__name__}: {exc}") from exc
 
 
 @dataclass
@@ -138,13 +190,16 @@ class Environment:
         return changes
 
     def call_tool(self, name: str, arguments: Any, caller: str = "agent") -> ToolResult:
-        """Run a tool. Bad calls come back as readable errors; only a broken tool raises EnvError."""
+        """Run a tool. Anything the model got wrong comes back as a readable error result; only an
+        infrastructure fault (module docstring) raises, and then always as EnvError."""
         started = time.perf_counter()
         args = arguments if isinstance(arguments, dict) else {}
-        entry = self._tools.get(name)
+        entry = self._tools.get(name) if isinstance(name, str) else None
         if entry is None:
             known = ", ".join(sorted(n for n, (_, t) in self._tools.items() if t.owner == caller))
-            return self._record(name, args, caller, started, f"unknown tool {name!r}; available tools: {known}")
+            return self._record(
+                str(name), args, caller, started, f"unknown tool {short_repr(name)}; available tools: {known}"
+            )
         app, fn = entry
         if fn.owner != caller:
             return self._record(
@@ -157,22 +212,32 @@ class Environment:
             return self._record(name, args, caller, started, str(exc))
         conn = self.db("current", app.name)
         # A call is all-or-nothing: a tool that writes and then fails leaves no half-done change.
-        atomic = not conn.in_transaction
-        if atomic:
-            conn.execute(f"SAVEPOINT {_CALL_SAVEPOINT}")
+        try:
+            atomic = not conn.in_transaction
+            if atomic:
+                conn.execute(f"SAVEPOINT {_CALL_SAVEPOINT}")
+        except sqlite3.Error as exc:
+            raise EnvError(f"database of app {app.name!r} is unusable: {type(exc).__name__}: {exc}") from exc
         try:
             value = fn.fn(ToolContext(db=conn, env=self.context, app=app), **bound)
+            content = render_result(value)
         except ToolError as exc:
             _end_savepoint(conn, atomic, undo=True)
             return self._record(name, args, caller, started, str(exc))
         except Exception as exc:
             _end_savepoint(conn, atomic, undo=True)
+            if model_caused(exc, had_arguments=bool(bound)):
+                return self._record(
+                    name, args, caller, started,
+                    f"{name} could not use these arguments ({type(exc).__name__}: {exc}); check their values",
+                )
             self.calls.append(ToolCallRecord(name, args, caller, False, repr(exc), time.perf_counter() - started))
-            raise EnvError(f"tool {name!r} of app {app.name!r} crashed: {type(exc).__name__}: {exc}") from exc
+            raise EnvError(f"tool {name!r} of app {app.name!r} crashed: {type(exc).__name__}: {clip(str(exc))}") from exc
         _end_savepoint(conn, atomic, undo=False)
         self.calls.append(ToolCallRecord(name, args, caller, True, None, time.perf_counter() - started))
-        return ToolResult(render_result(value))
+        return ToolResult(content)
 
     def _record(self, name: str, args: dict[str, Any], caller: str, started: float, error: str) -> ToolResult:
+        error = clip(error)
         self.calls.append(ToolCallRecord(name, args, caller, False, error, time.perf_counter() - started))
         return ToolResult(f"Error: {error}", is_error=True)

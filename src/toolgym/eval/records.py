@@ -7,7 +7,8 @@ be audited. A "run folder" is anything `toolgym rollout` or `toolgym eval` wrote
     RUN/trial-<t>/results.jsonl             `toolgym eval` trials (sampled)
     RUN/greedy/results.jsonl                `toolgym eval` greedy pass (temperature 0)
 
-Rows are results rows (`toolgym.rollout.results.episode_to_row`); an error row is counted, never scored.
+Rows are results rows (`toolgym.rollout.results.episode_to_row`); an error row is counted, never scored,
+and shown with its cause (`toolgym.rollout.results.error_cause`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from toolgym.rollout.results import RESULTS_FILE, row_to_episode
+from toolgym.rollout.results import RESULTS_FILE, error_cause, row_to_episode
 from toolgym.schema import Episode
-from toolgym.schema.jsonl import JsonlError
+from toolgym.schema.jsonl import JsonlError, parse_line
 
 TRIAL_PREFIX = "trial-"
 GREEDY_DIR = "greedy"
@@ -62,8 +63,14 @@ class EpisodeRecord:
         return self.status == "error"
 
     @property
+    def error_cause(self) -> str | None:
+        """The short cause of an errored episode ("env error", "verifier error" …); None otherwise."""
+        return error_cause(self.row.get("error")) if self.errored else None
+
+    @property
     def passed(self) -> bool:
-        return not self.errored and (self.row.get("reward") or 0.0) >= 1.0
+        reward = self.row.get("reward")
+        return not self.errored and isinstance(reward, int | float) and reward >= 1.0
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -87,18 +94,15 @@ def read_records(path: str | Path, trial: str = "") -> list[EpisodeRecord]:
     """Every row of one results.jsonl with its line number; a bad row raises JsonlError naming file and line."""
     path = Path(path)
     records: list[EpisodeRecord] = []
-    with open(path, encoding="utf-8") as handle:
+    with open(path, "rb") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            if not line.endswith("\n"):
+            if not line.endswith(b"\n"):
                 raise JsonlError(path, number, "last line is cut off (an interrupted run); re-run it to repair")
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise JsonlError(path, number, f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
-            if not isinstance(row, dict):
-                raise JsonlError(path, number, "not a JSON object")
+            row = parse_line(path, number, line)
+            if isinstance(row, JsonlError):
+                raise row
             for name in REQUIRED_FIELDS:
                 if name not in row:
                     raise JsonlError(path, number, "missing: not a toolgym results row", field=name)

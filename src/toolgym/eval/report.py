@@ -44,9 +44,16 @@ from toolgym.eval.report_sources import (
 from toolgym.eval.report_viewer import choose_episodes, viewer_episode
 from toolgym.eval.stage_flips import stage_flips, stage_flips_table
 from toolgym.eval.stats import Rate, newcombe_interval, two_proportion_test
-from toolgym.eval.summary import SPLIT_GROUPS, SPLIT_TITLES, EvalSummary, summarize
+from toolgym.eval.summary import SPLIT_GROUPS, SPLIT_TITLES, EvalSummary, count_causes, summarize
 from toolgym.eval.sweep import EVALS_DIR, SweepResult, find_evals, sweep, sweep_tables
-from toolgym.eval.tables import SPLIT_SHORT, TextTable, format_estimate, format_rate, summary_tables
+from toolgym.eval.tables import (
+    SPLIT_SHORT,
+    TextTable,
+    format_causes,
+    format_estimate,
+    format_rate,
+    summary_tables,
+)
 from toolgym.eval.traces import TraceDiff, behaviour_table, diff_runs, success_table, tool_calls_table
 from toolgym.schema import Task
 from toolgym.schema.jsonl import read_models
@@ -196,8 +203,11 @@ def _overview_cards(report: Report, ordered: list[str], summaries: dict[str, Eva
         sub = f"{100 * rate.value:.1f}% · 95% CI {100 * low:.1f}–{100 * high:.1f}% · {ordered[-1]}" if rate.total else ""
         report.cards.append((f"{SPLIT_TITLES[split].split(' (')[0]} · passes", value, sub))
     episodes = sum(len(r.all) for r in runs.values())
-    errored = sum(r.errored for run in runs.values() for r in run.all)
-    report.cards.append(("Errored episodes", f"{errored}/{episodes}", "infrastructure failures, never scored as 0"))
+    records = [r for run in runs.values() for r in run.all]
+    errored = sum(r.errored for r in records)
+    causes = format_causes(count_causes(records))
+    report.cards.append(("Errored episodes", f"{errored}/{episodes}",
+                         f"infrastructure failures, never scored as 0{': ' + causes if causes else ''}"))
 
 
 def _dataset_section(report: Report, tasks: list[Task], tasks_path: Path | None, runs: dict[str, RunRecords]) -> None:
@@ -273,7 +283,8 @@ def _curves_section(report: Report, root: Path) -> None:
 def _results_section(report: Report, ordered: list[str], step_runs: set[str], summaries: dict[str, EvalSummary],
                      sweep_result: SweepResult | None) -> None:
     section = Section("results", "Results",
-                      "Per environment and split. Errored episodes are counted, and left out of every denominator.")
+                      "Per environment and split. Errored episodes are counted, listed by cause, and left out of "
+                      "every denominator.")
     if not ordered:
         section.text("No results.jsonl found under the run folder.", "empty")
         report.sections.append(section)

@@ -1,6 +1,6 @@
 """Per-environment, per-split success statistics of a run: passes, errors, pass@k and pass^k.
 
-Errored episodes (infrastructure failures) are counted in their own column and left out of every
+Errored episodes (infrastructure failures) are counted in their own column, by cause, and left out of every
 denominator (docs/architecture.md, "infrastructure errors are not rewards"). pass@k and pass^k are the unbiased estimators averaged
 over tasks; a task needs at least k scored samples, and tasks with fewer are left out and counted
 instead of being estimated from too few samples.
@@ -8,7 +8,7 @@ instead of being estimated from too few samples.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,6 +100,7 @@ class CellStats:
     errored: int
     passes: int
     scored_tasks: int = 0
+    errored_by_cause: dict[str, int] = field(default_factory=dict)
     pass_at: dict[int, Estimate] = field(default_factory=dict)
     pass_hat: dict[int, Estimate] = field(default_factory=dict)
 
@@ -125,7 +126,7 @@ class CellStats:
         low, high = self.pass_rate.interval
         return {
             "label": self.label, "tasks": self.tasks, "unscored_tasks": self.unscored_tasks, "episodes": self.episodes, "errored": self.errored,
-            "scored": self.scored, "passes": self.passes,
+            "errored_by_cause": dict(self.errored_by_cause), "scored": self.scored, "passes": self.passes,
             "pass_rate": self.pass_rate.value if self.scored else None,
             "pass_rate_ci95": [low, high] if self.scored else None,
             "pass_at_k": {str(k): e.to_dict() for k, e in self.pass_at.items()},
@@ -142,10 +143,42 @@ def cell_stats(label: str, records: list[EpisodeRecord], ks: Iterable[int]) -> C
         episodes=len(records),
         errored=sum(r.errored for r in records),
         passes=sum(r.passed for r in records),
+        errored_by_cause=count_causes(records),
         scored_tasks=sum(1 for n, _ in counts.values() if n > 0),
         pass_at={k: estimate(counts, k, "pass@k") for k in ks},
         pass_hat={k: estimate(counts, k, "pass^k") for k in ks if k > 1},  # pass^1 = pass@1
     )
+
+
+def count_causes(records: Iterable[EpisodeRecord]) -> dict[str, int]:
+    """Errored episodes per cause, most frequent first."""
+    counts = Counter(r.error_cause for r in records if r.errored)
+    return {cause: n for cause, n in sorted(counts.items(), key=lambda item: (-item[1], str(item[0])))}
+
+
+@dataclass
+class ErrorCause:
+    """The errored episodes of one cause, with one of them to start reading from."""
+
+    cause: str
+    episodes: int
+    example: str  # the error text of the first such episode
+    location: str  # its results row, path:line
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cause": self.cause, "episodes": self.episodes, "example": self.example, "location": self.location}
+
+
+def errors_by_cause(records: Iterable[EpisodeRecord]) -> list[ErrorCause]:
+    """Every errored episode of a run, grouped by cause (most frequent first): never dropped silently."""
+    groups: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for record in records:
+        if record.errored:
+            groups[record.error_cause or "unknown"].append(record)
+    return [
+        ErrorCause(cause, len(found), str(found[0].row.get("error") or ""), found[0].location)
+        for cause, found in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+    ]
 
 
 SPREAD = ("never", "sometimes", "always")
@@ -226,6 +259,7 @@ class EvalSummary:
     groups: list[GroupTable]
     trials: list[TrialRow]
     samples_per_task: dict[str, int]  # min/max scored samples per task over the sampled runs
+    errors: list[ErrorCause] = field(default_factory=list)  # every errored episode (trials and greedy), by cause
 
     def group(self, split: str) -> GroupTable | None:
         return next((g for g in self.groups if g.split == split), None)
@@ -234,6 +268,7 @@ class EvalSummary:
         return {
             "name": self.name, "k": self.ks, "samples_per_task": self.samples_per_task,
             "groups": [g.to_dict() for g in self.groups],
+            "errored_by_cause": [e.to_dict() for e in self.errors],
             "trials": [{"trial": t.trial, "split": t.split, **t.stats.to_dict()} for t in self.trials],
         }
 
@@ -284,4 +319,5 @@ def summarize(run: RunRecords, ks: Iterable[int] = (1,)) -> EvalSummary:
     return EvalSummary(
         name=run.name, ks=ks, groups=groups, trials=trials,
         samples_per_task={"min": min(per_task, default=0), "max": max(per_task, default=0)},
+        errors=errors_by_cause(run.all),
     )

@@ -29,6 +29,12 @@ ESTIMATE_NOTE = (
 )
 SHORT_NOTE = "†: tasks with fewer than k scored samples are left out of that estimate (count after †)."
 NA_NOTE = "n/a (n=m < k): no task has k scored samples, so pass@k is not estimated (m = the most any task has)."
+ERRORS_NOTE = (
+    "Errored: an infrastructure fault (environment, policy server, verifier, user simulator, time limit) "
+    "stopped the episode before it could be scored. Such episodes are in no denominator, so each is listed "
+    "here by cause; a mistake of the model is a failure, never an error."
+)
+EXAMPLE_CHARS = 160
 UNSCORED_NOTE = "Tasks \"x (y all errored)\": y tasks had only errored episodes and are in no pass@k denominator."
 
 
@@ -196,6 +202,9 @@ def summary_tables(summary: EvalSummary) -> list[TextTable]:
         tables[-1].notes = notes
         if any(g.greedy for g in summary.groups):
             tables[-1].notes.append("greedy pass@1: a separate temperature-0 run, one sample per task.")
+    errors = errors_table(summary)
+    if errors is not None:
+        tables.append(errors)
     spread = spread_table(summary)
     if spread is not None:
         tables.append(spread)
@@ -216,6 +225,24 @@ def summary_tables(summary: EvalSummary) -> list[TextTable]:
             ])
         tables.append(table)
     return tables
+
+
+def format_causes(causes: dict[str, int]) -> str:
+    """'env error 2, verifier error 1' (or '' when nothing errored)."""
+    return ", ".join(f"{cause} {count}" for cause, count in causes.items())
+
+
+def errors_table(summary: EvalSummary) -> TextTable | None:
+    """Errored episodes by cause, each with one error text and the row it is in; None when none errored."""
+    if not summary.errors:
+        return None
+    total = sum(e.episodes for e in summary.errors)
+    table = TextTable(title="Errored episodes by cause", header=["Cause", "Errored episodes", "Example error", "Row"],
+                      left={0, 2, 3}, notes=[ERRORS_NOTE])
+    for error in summary.errors:
+        example = error.example if len(error.example) <= EXAMPLE_CHARS else error.example[: EXAMPLE_CHARS - 1] + "…"
+        table.rows.append([error.cause, format_count(error.episodes, total), example, error.location])
+    return table
 
 
 def spread_table(summary: EvalSummary) -> TextTable | None:

@@ -51,6 +51,7 @@ class GenerationRequest:
     tools: list[dict[str, Any]] | None = None
     task: Task | None = None
     turn: int = 0
+    sample_index: int = 0  # which sample of the task this episode is: seeds per-episode choices (teachers)
 
 
 @dataclass
@@ -62,6 +63,7 @@ class Generation:
     logprobs: list[float] = field(default_factory=list)
     finish_reason: Literal["stop", "length"] = "stop"
     message: Message | None = None  # chat mode: the parsed assistant message
+    teacher_mistake: str | None = None  # an imperfect teacher's deliberate mistake in this episode
 
 
 class PolicyError(RuntimeError):

@@ -1,4 +1,4 @@
-"""Policy specs on the command line: `oracle`, `hf:MODEL_DIR[+lora:ADAPTER]`, `openai:BASE_URL#MODEL[#token]`."""
+"""Policy specs on the command line: `oracle`, `imperfect:RATES`, `hf:MODEL_DIR[+lora:ADAPTER]`, `openai:BASE_URL#MODEL[#token]`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 from toolgym.agent.render import PROMPT_STYLES
 from toolgym.policy.base import Policy
 
-SPEC_HELP = "oracle | hf:MODEL_DIR[+lora:ADAPTER_DIR] | openai:BASE_URL#MODEL[#token]"
+SPEC_HELP = ("oracle | imperfect:KIND=RATE,...[,seed=N] | hf:MODEL_DIR[+lora:ADAPTER_DIR] | "
+             "openai:BASE_URL#MODEL[#token]")
 
 
 def make_policy(
@@ -34,6 +35,12 @@ def make_policy(
         from toolgym.agent.users.instructing_oracle import InstructingOraclePolicy
 
         return InstructingOraclePolicy(prompt_style=prompt_style)
+    if spec.startswith("imperfect:"):
+        from toolgym.agent.users.instructing_oracle import InstructingOraclePolicy
+        from toolgym.policy.teacher import ImperfectTeacherPolicy, TeacherMistakes
+
+        mistakes = TeacherMistakes.parse_spec(spec.removeprefix("imperfect:"))
+        return ImperfectTeacherPolicy(mistakes, InstructingOraclePolicy(prompt_style=prompt_style))
     kind, _, rest = spec.partition(":")
     if kind == "hf" and rest:
         from toolgym.policy.hf import HFPolicy

@@ -5,26 +5,57 @@ One row per (task_id, sample_index). The verifiers fields (`example_id`, `prompt
 `tool_defs`, `token_usage`) let other tools read a run; `episode` keeps the whole Episode (its
 `samples` live once, in `token_samples`) so `row_to_episode` loses nothing. On an error row
 `reward` and `partial_score` are null: an infrastructure failure must never average in as a 0.
+Rows are written by `toolgym.schema.jsonl.dumps`, so whatever the model produced, its row is strict
+JSON that reads back (see `jsonable` for what is stored in another form).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from toolgym.schema import Episode, Task, TrainingSample
-from toolgym.schema.jsonl import JsonlError
+from toolgym.schema import Episode, Message, Task, TrainingSample
+from toolgym.schema.jsonl import JsonlError, dumps, jsonable, parse_line
 
 RESULTS_FILE = "results.jsonl"
 ROW_SCHEMA_VERSION = "toolgym.rollout_row/1"
 STOPPED_ON_PURPOSE = {"answer", "done_tool", "user_stop", "user_transfer", "user_out_of_scope"}
+# An error row's cause, from the prefix the episode loop and the worker give its error text.
+ERROR_CAUSES = (
+    ("policy error", "policy error"),
+    ("env error", "env error"),
+    ("user simulator error", "user simulator error"),
+    ("timeout", "timeout"),
+    ("verifier", "verifier error"),  # "verifier crashed …", "verifier error: …", "verifier timed out …"
+    ("episode loop error", "internal error"),  # a bug in toolgym itself
+    ("rollout error", "internal error"),
+)
+
+
+def error_cause(error: str | None) -> str:
+    """The short cause of an error row ("env error", "verifier error", "timeout" …), for counts by cause."""
+    text = (error or "").strip().lower()
+    if not text:
+        return "unknown"
+    for prefix, cause in ERROR_CAUSES:
+        if text.startswith(prefix):
+            return cause
+    if "no checks and no verifier" in text:
+        return "verifier error"
+    return "other"
+
+
+def _openai(message: Message) -> dict[str, Any]:
+    try:
+        return message.to_openai()
+    except (ValueError, RecursionError):  # arguments nested too deep to print: keep what JSON can hold
+        return Message.model_validate(jsonable(message.model_dump())).to_openai()
 
 
 def split_prompt(episode: Episode) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(prompt, completion): messages before the first assistant turn, and the rest."""
-    messages = [m.to_openai() for m in episode.messages]
+    messages = [_openai(m) for m in episode.messages]
     first_assistant = next((i for i, m in enumerate(episode.messages) if m.role == "assistant"), len(messages))
     return messages[:first_assistant], messages[first_assistant:]
 
@@ -93,8 +124,15 @@ def episode_to_row(episode: Episode, task: Task | None = None) -> dict[str, Any]
         "checkpoint": episode.checkpoint,
         "sampling": episode.sampling,
         "token_samples": [s.model_dump(mode="json") for s in episode.samples],
-        "episode": episode.model_dump(mode="json", exclude={"samples"}),
+        "episode": _episode_data(episode),
     }
+
+
+def _episode_data(episode: Episode) -> dict[str, Any]:
+    try:
+        return episode.model_dump(mode="json", exclude={"samples"})
+    except ValueError:  # tool-call arguments nested deeper than pydantic serialises
+        return jsonable(episode.model_dump(exclude={"samples"}))
 
 
 def row_to_episode(row: dict[str, Any]) -> Episode:
@@ -148,17 +186,16 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     rows: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
                 continue
-            if not line.endswith("\n"):
+            if not raw.endswith(b"\n"):
                 raise JsonlError(path, number, "last line is cut off (run was killed mid-write); resume repairs it")
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise JsonlError(path, number, f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
-            if not isinstance(row, dict) or "task_id" not in row or "sample_index" not in row:
+            row = parse_line(path, number, raw)
+            if isinstance(row, JsonlError):
+                raise row
+            if "task_id" not in row or "sample_index" not in row:
                 raise JsonlError(path, number, "not a results row (needs task_id and sample_index)")
             rows.append(row)
     return rows
@@ -174,7 +211,7 @@ def rewrite_rows(path: str | Path, rows: list[dict[str, Any]]) -> None:
     temporary = path.with_suffix(path.suffix + ".tmp")
     with open(temporary, "w", encoding="utf-8") as handle:
         for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+            handle.write(dumps(row) + "\n")
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)

@@ -4,20 +4,24 @@
 handle, so a batching policy sees up to `concurrency` pending turns at a time. Every finished
 episode is appended, flushed and fsynced before the next is counted; re-running the same command
 skips the (task_id, sample_index) pairs already written and drops a torn last line. One broken
-episode never stops the run: it becomes a `status="error"` row carrying its cause.
+episode never stops the run: it becomes a `status="error"` row carrying its cause. Stopping the run
+(an exception, Ctrl-C, SIGTERM through `run_until_signalled`) cancels the episodes in flight: each
+row is written whole or not at all, so a re-run finishes the run without duplicates.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
+import signal
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.progress import (
@@ -39,12 +43,13 @@ from toolgym.policy.base import Policy, SamplingParams
 from toolgym.rollout.results import (
     RESULTS_FILE,
     episode_to_row,
+    error_cause,
     read_rows,
     repair_torn_tail,
     rewrite_rows,
     row_key,
 )
-from toolgym.rollout.worker import EpisodeWorker
+from toolgym.rollout.worker import EpisodeWorker, episode_sampling, error_episode
 from toolgym.schema import Task
 from toolgym.schema.jsonl import JsonlWriter
 
@@ -55,8 +60,58 @@ PolicySource = Policy | Callable[[], Policy]
 RESUME_KEYS = ("tasks_sha256", "policy", "checkpoint", "weights", "sampling")
 
 
+T = TypeVar("T")
+
+
 class RolloutError(RuntimeError):
     """The run cannot start or continue (inconsistent resume, duplicate task ids)."""
+
+
+class RolloutInterrupted(Exception):
+    """A signal stopped the run; the rows written so far are whole, and a re-run resumes."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(f"interrupted by {signal_name}")
+        self.signal_name = signal_name
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number, as a shell reports a process the signal stopped."""
+        return 128 + int(getattr(signal, self.signal_name, signal.SIGINT))
+
+
+def run_until_signalled(main: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(main)` where SIGTERM, like Ctrl-C, cancels `main` instead of killing the process, so
+    the run stops through its cleanup (rows fsynced, threads joined); raises RolloutInterrupted."""
+    received: list[str] = []
+
+    async def guarded() -> T:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+
+        def on_sigterm() -> None:
+            received.append("SIGTERM")
+            task.cancel()
+
+        handled = False
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # no signals off the main thread
+            loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+            handled = True
+        try:
+            return await main
+        finally:
+            if handled:
+                loop.remove_signal_handler(signal.SIGTERM)
+
+    try:
+        return asyncio.run(guarded())
+    except KeyboardInterrupt:
+        raise RolloutInterrupted("SIGINT") from None
+    except asyncio.CancelledError:
+        if received:
+            raise RolloutInterrupted(received[0]) from None
+        raise
 
 
 @dataclass
@@ -89,7 +144,7 @@ class RolloutSummary:
         status = row.get("status")
         if status == "error":
             self.error += 1
-            cause = str(row.get("error") or "unknown").split(":", 1)[0]
+            cause = error_cause(row.get("error"))
             self.errors_by_cause[cause] = self.errors_by_cause.get(cause, 0) + 1
         elif status == "truncated":
             self.truncated += 1
@@ -256,11 +311,22 @@ async def run_rollout(
                     while pending:
                         task, sample_index = pending.popleft()
                         episode = await worker.run(task, sample_index, sampling)
-                        row = episode_to_row(episode, task)
+                        try:
+                            row = episode_to_row(episode, task)
+                        except Exception as exc:  # a row that cannot be built must not stop the run
+                            row = episode_to_row(error_episode(
+                                task, sample_index, handle, episode_sampling(sampling, task.id, sample_index),
+                                f"rollout error: cannot build the results row: {type(exc).__name__}: {exc}",
+                            ), task)
                         writer.write(row)
                         summary.add(row)
                         summary.ran += 1
                         bar.update(progress_task, advance=1, stats=_stats_text(summary))
+                        current = asyncio.current_task()
+                        if current is not None and current.cancelling():
+                            # A cancel that an await inside the episode swallowed (asyncio.wait_for does,
+                            # when what it waits for finishes at that moment): stop now its row is written.
+                            raise asyncio.CancelledError
                 finally:
                     worker.close()
 
@@ -273,9 +339,15 @@ async def run_rollout(
                 workers.append(worker)
             # A TaskGroup cancels the other slots if one cannot write its row (disk full): nothing
             # is lost, the rows already written stay, and a re-run resumes.
-            async with asyncio.TaskGroup() as group:
-                for worker in workers:
-                    group.create_task(slot(worker))
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for worker in workers:
+                        group.create_task(slot(worker))
+            except BaseException:
+                summary.seconds = time.perf_counter() - started
+                with contextlib.suppress(Exception):  # the cause of the stop is what must surface
+                    write_manifest(out, "rollout", status="interrupted", summary=summary.to_dict(), **manifest)
+                raise
         summary.seconds = time.perf_counter() - started
         write_manifest(out, "rollout", status="complete", summary=summary.to_dict(), **manifest)
         return summary

@@ -2,7 +2,9 @@
 
 A plain class called with (task, sample_index), so it can become a Ray actor unchanged: the
 runner only needs `await worker.run(task, sample_index, sampling)`. Whatever goes wrong inside,
-`run` returns an Episode (unexpected exceptions become `status="error"` with the cause).
+`run` returns an Episode (unexpected exceptions become `status="error"` with the cause). An episode
+cancelled or timed out mid-flight may leave a verifier thread on its environment, so that
+environment is dropped, never closed under the thread.
 """
 
 from __future__ import annotations
@@ -99,18 +101,33 @@ class EpisodeWorker:
             )
             if timeout_s is None:
                 return await coroutine
-            return await asyncio.wait_for(coroutine, timeout=float(timeout_s) + TIMEOUT_GRACE_S)
+            # asyncio.timeout, not wait_for: wait_for can swallow a cancel that lands as the episode ends.
+            async with asyncio.timeout(float(timeout_s) + TIMEOUT_GRACE_S):
+                return await coroutine
+        except asyncio.CancelledError:
+            self._abandon(task.env)
+            raise
+        except TimeoutError:
+            self._abandon(task.env)
+            return error_episode(task, sample_index, self.policy, sampling,
+                                 f"timeout: the episode was still running {float(timeout_s or 0) + TIMEOUT_GRACE_S:g}s "
+                                 f"after it started (wall clock {timeout_s}s + {TIMEOUT_GRACE_S:g}s grace)")
         except Exception as exc:
             # run_episode should never raise; if it does, record where, and keep the run going.
             where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
             location = f" at {where.filename}:{where.lineno}" if where else ""
-            broken = self.envs.pop(task.env, None)  # its state is unknown now: the next task gets a fresh one
-            if broken is not None:
-                broken.close()
+            self._abandon(task.env)  # its state is unknown now: the next task gets a fresh one
             return error_episode(task, sample_index, self.policy, sampling,
                                  f"rollout error: {type(exc).__name__}: {exc}{location}")
 
+    def _abandon(self, name: str) -> None:
+        """Forget an environment without closing it: a cancelled episode may have left a thread (its
+        verifier) reading its SQLite connections, and closing them under that thread crashes the process.
+        The connections close when the last reference goes, after the thread is done with them."""
+        self.envs.pop(name, None)
+
     def close(self) -> None:
+        """Close the environments of finished episodes (one in flight was abandoned by `run`)."""
         for env in self.envs.values():
             env.close()
         self.envs.clear()

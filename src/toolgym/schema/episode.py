@@ -109,6 +109,7 @@ class Episode(BaseModel):
     sampling: dict[str, float | int | str | list[str] | None] = Field(default_factory=dict)
     user_simulator: str | None = None
     user_termination: str | None = None
+    teacher_mistake: str | None = None  # the mistake an imperfect teacher played in this episode, if any
 
     @property
     def reward(self) -> float:

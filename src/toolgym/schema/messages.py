@@ -24,7 +24,10 @@ class ToolCall(BaseModel):
     def _parse_string_arguments(cls, value: Any) -> Any:
         # OpenAI sends arguments as a JSON string; accept both shapes, store the dict.
         if isinstance(value, str):
-            parsed = json.loads(value) if value.strip() else {}
+            try:
+                parsed = json.loads(value) if value.strip() else {}
+            except RecursionError:  # pydantic reports ValueError as a field error; RecursionError would escape
+                raise ValueError("tool call arguments nest too deeply") from None
             if not isinstance(parsed, dict):
                 raise ValueError("tool call arguments must be a JSON object")
             return parsed

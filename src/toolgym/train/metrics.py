@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from toolgym.schema.jsonl import iter_lines
+
 METRICS_FILE = "metrics.jsonl"
 TRACKERS = ("tensorboard", "wandb")
 
@@ -44,7 +46,8 @@ class MetricsLog:
         """Keep rows with step ≤ keep_through_step (0: start a new file); returns rows dropped."""
         if not self.enabled or not self.path.exists():
             return 0
-        rows = [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        # A line a kill cut short is dropped here, not fatal: otherwise every resume would trip on it.
+        rows = [row for _, row in iter_lines(self.path) if isinstance(row, dict)]
         kept = [r for r in rows if int(r.get("step", 0)) <= keep_through_step] if keep_through_step > 0 else []
         temporary = self.path.with_suffix(".tmp")
         with open(temporary, "w", encoding="utf-8") as handle:
@@ -73,4 +76,4 @@ def read_metrics(out_dir: str | Path) -> list[dict[str, Any]]:
     path = Path(out_dir) / METRICS_FILE
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [row for _, row in iter_lines(path) if isinstance(row, dict)]  # a torn last line is skipped

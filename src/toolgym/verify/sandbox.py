@@ -1,13 +1,19 @@
-"""Run a task's Fleet-form Python verifier in a sandboxed subprocess and turn what it returns into a Verdict.
+"""Run a task's Fleet-form Python verifier in an isolated subprocess and turn what it returns into a Verdict.
 
-Task-supplied code never runs in this process. The seed and current databases of every app are
-written into a fresh temporary directory; a child `python -I -S` (see `sandbox_child.py`) gets
-an `env` whose `db("seed")` / `db("current")` read those files, under kernel limits (address
-space, CPU, file size, no child processes), in a new network namespace when `unshare` is
-permitted, and behind an audit hook that refuses sockets, processes, native code and writes
-outside the directory. Whatever goes wrong — a crash, a timeout, a memory blow-up, a syntax
-error, no `validate_task`, a return value that is not a score — becomes `Verdict.failure(...)`
-with the cause, never a reward of 0.
+Task-supplied code never runs in this process, and the boundary around it never depends on its
+cooperation. The seed and current databases of every app are written into a fresh temporary
+directory; a child `python -I -S` (see `sandbox_child.py`) runs inside a bubblewrap sandbox set up
+before any task code starts (see `isolation.py`: no network, its own PID namespace, an
+unprivileged uid without capabilities, an empty environment, a read-only filesystem but for a
+small tmpfs, no new processes, kernel limits on memory, CPU and file size). Where that sandbox
+cannot be had, verifier code is refused unless the user accepted the risk (`--trust-verifiers`).
+
+The verdict is read here, outside the child, from what it printed on stdout: one JSON object,
+parsed strictly. The child controls its own output, so a "valid 1" is worth only what the
+isolation makes it: whatever the code did, it could do nothing outside. Anything else — a
+non-zero exit, a signal, a timeout, a malformed or oversized result, a crash, a memory blow-up,
+a syntax error, no `validate_task`, a return value that is not a score — becomes
+`Verdict.failure(...)` with its cause, never a reward of 0.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import functools
 import json
 import math
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -28,15 +35,47 @@ from typing import Any
 
 from toolgym.envs.environment import Environment
 from toolgym.schema import CheckResult, Verdict
+from toolgym.verify.isolation import (
+    TRUST_ENV,
+    TRUST_OPTION,
+    Bwrap,
+    IsolationUnavailable,
+    bwrap_command,
+    bwrap_env,
+    require_isolation,
+    scrub,
+    seccomp_fd,
+    select_isolation,
+    trust_verifiers,
+    verifiers_trusted,
+)
+
+__all__ = [
+    "CHILD_SCRIPT",
+    "FILE_LIMIT_MB",
+    "TRUST_ENV",
+    "TRUST_OPTION",
+    "IsolationUnavailable",
+    "require_isolation",
+    "run_python_verifier",
+    "trust_verifiers",
+    "verdict_from_return",
+    "verifiers_trusted",
+]
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
-FILE_LIMIT_MB = 16  # the most a verifier may write into its directory
+FLEET_API = Path(__file__).with_name("fleet_api.py")
+FILE_LIMIT_MB = 16  # the most a verifier may write: per file, and its whole scratch tmpfs
+MAX_RESULT_BYTES = 1024 * 1024  # the child's one JSON line; anything larger is an error
 _TAIL = 600
+_ERROR_KINDS = frozenset(
+    {"syntax", "missing_function", "memory", "assertion", "setup", "bad_signature", "bad_return", "exception"}
+)
 
 
 @functools.cache
 def network_isolation_prefix() -> tuple[str, ...]:
-    """The `unshare` command line that gives the child an empty network namespace, or () where not permitted."""
+    """Weak mode only: the `unshare` command line that gives the child an empty network namespace, or ()."""
     binary = shutil.which("unshare")
     if binary is None:
         return ()
@@ -57,9 +96,9 @@ def _write_databases(env: Environment, workdir: Path) -> dict[str, dict[str, str
     for app in env.apps:
         entry = {}
         for which in ("seed", "current"):
-            path = workdir / f"{app.name}.{which}.sqlite"
-            path.write_bytes(env.db(which, app.name).serialize())
-            entry[which] = str(path)
+            name = f"{app.name}.{which}.sqlite"
+            (workdir / name).write_bytes(env.db(which, app.name).serialize())
+            entry[which] = name  # relative: the child sees the directory under another path
         paths[app.name] = entry
     return paths
 
@@ -71,7 +110,10 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 def _tail(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8", errors="replace")[-_TAIL:].strip()
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 4 * _TAIL))
+            return handle.read().decode("utf-8", errors="replace")[-_TAIL:].strip()
     except OSError:
         return ""
 
@@ -89,7 +131,10 @@ def _check(passed: bool, detail: str) -> CheckResult:
 
 
 def _score_verdict(number: Any, printed: str) -> Verdict:
-    if not isinstance(number, int | float) or not math.isfinite(number) or not 0.0 <= number <= 1.0:
+    if (
+        isinstance(number, bool) or not isinstance(number, int | float) or not math.isfinite(number)
+        or not 0.0 <= number <= 1.0
+    ):
         return Verdict.failure(f"verifier returned {number!r}; a score must be a number in [0, 1]")
     reward = 1.0 if number >= 1.0 else 0.0
     return Verdict(reward=reward, partial_score=float(number), checks=[_check(reward >= 1.0, f"validate_task returned {number!r}{printed}")])
@@ -102,16 +147,24 @@ def verdict_from_return(value: dict[str, Any], stdout: str = "") -> Verdict:
     (reward 1 only at 1.0). A dict with `successes` / `errors` (counts or lists) is Fleet's
     partial-credit form: partial_score = successes / (successes + errors), reward 1 iff no errors.
     """
-    kind = value.get("type")
-    printed = f"; printed: {stdout[-200:].strip()!r}" if stdout.strip() else ""
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        return Verdict.failure("verifier sandbox returned a malformed result: the value has no type")
+    kind = value["type"]
+    printed = f"; printed: {stdout[-200:].strip()!r}" if isinstance(stdout, str) and stdout.strip() else ""
     if kind in ("bool", "int"):
-        number = value["value"]
+        number = value.get("value")
+        if kind == "bool" and not isinstance(number, bool):
+            return Verdict.failure("verifier sandbox returned a malformed result: a bool that is not true/false")
+        if kind == "int" and (isinstance(number, bool) or not isinstance(number, int)):
+            return Verdict.failure("verifier sandbox returned a malformed result: an int that is not an integer")
         if number not in (0, 1):
             return Verdict.failure(f"verifier returned {number!r}; an int score must be 0 or 1")
         reward = float(number)
         return Verdict(reward=reward, partial_score=reward, checks=[_check(bool(number), f"validate_task returned {number!r}{printed}")])
     if kind == "dict":
-        body = value["value"]
+        body = value.get("value")
+        if not isinstance(body, dict):
+            return Verdict.failure("verifier sandbox returned a malformed result: a dict value that is not an object")
         if "successes" in body or "errors" in body:
             try:
                 successes = _count(body.get("successes", 0), "successes")
@@ -125,46 +178,81 @@ def verdict_from_return(value: dict[str, Any], stdout: str = "") -> Verdict:
             detail = f"{successes} of {successes + errors} verifier checks passed"
             if listed:
                 detail += "; errors: " + "; ".join(str(e) for e in listed[:5])
-            return Verdict(reward=1.0 if errors == 0 else 0.0, partial_score=partial, checks=[_check(errors == 0, detail + printed)])
+            return Verdict(reward=1.0 if errors == 0 else 0.0, partial_score=partial, checks=[_check(errors == 0, detail[:2000] + printed)])
         if "score" in body:
             score = body["score"]
             if isinstance(score, bool) or not isinstance(score, int | float):
                 return Verdict.failure(f"verifier returned score {score!r}; want a number in [0, 1]")
             return _score_verdict(float(score), printed)
-        return Verdict.failure(f"verifier returned a dict without 'score' or 'successes'/'errors': keys {sorted(body)}")
+        return Verdict.failure(f"verifier returned a dict without 'score' or 'successes'/'errors': keys {sorted(body)[:20]}")
     if kind == "float":
-        return _score_verdict(value["value"], printed)
+        return _score_verdict(value.get("value"), printed)
     if kind == "none":
         return Verdict.failure("verifier returned None; validate_task must return 1/0, a score in [0, 1] or {successes, errors}")
-    return Verdict.failure(f"verifier returned a {kind} ({value.get('repr', '')}); want int 0/1, bool, float in [0, 1] or a dict")
+    return Verdict.failure(f"verifier returned a {kind[:80]} ({str(value.get('repr', ''))[:300]}); want int 0/1, bool, float in [0, 1] or a dict")
+
+
+def _text(value: Any, limit: int = 2000) -> str:
+    return value[:limit] if isinstance(value, str) else ""
 
 
 def _verdict_from_result(result: dict[str, Any], memory_mb: int) -> Verdict:
+    """Strictly read the child's one JSON object. It reports blocked operations too: trusting a report that can
+    only turn a verdict into an error is safe; what it says of a success is worth only what the isolation makes it."""
     violations = result.get("violations") or []
+    if not isinstance(violations, list):
+        return Verdict.failure("verifier sandbox returned a malformed result: 'violations' is not a list")
     if violations:
-        return Verdict.failure("verifier tried a blocked operation: " + "; ".join(violations[:3]))
-    if result.get("status") == "ok":
-        return verdict_from_return(result["value"], result.get("stdout") or "")
-    kind = result.get("kind")
-    line = f" at verifier line {result['line']}" if result.get("line") else ""
-    message = result.get("message", "")
+        return Verdict.failure("verifier tried a blocked operation: " + "; ".join(_text(v, 300) for v in violations[:3]))
+    status = result.get("status")
+    if status == "ok":
+        return verdict_from_return(result.get("value"), _text(result.get("stdout")))  # type: ignore[arg-type]
+    if status != "error" or result.get("kind") not in _ERROR_KINDS:
+        return Verdict.failure("verifier sandbox returned a malformed result: unknown status or error kind")
+    kind = result["kind"]
+    line = result.get("line")
+    where = f" at verifier line {line}" if isinstance(line, int) and not isinstance(line, bool) and line > 0 else ""
+    message = _text(result.get("message"))
+    exception = _text(result.get("exception"), 200) or "Exception"
     if kind == "syntax":
         return Verdict.failure(f"verifier has a syntax error: {message}")
     if kind == "missing_function":
         return Verdict.failure(f"verifier error: {message}")
     if kind == "memory":
-        return Verdict.failure(f"verifier exceeded its memory limit of {memory_mb} MB{line}")
+        return Verdict.failure(f"verifier exceeded its memory limit of {memory_mb} MB{where}")
     if kind == "assertion":
         # Fleet's diff helpers signal a failed invariant by raising AssertionError: that is a
         # verdict about the episode (reward 0), not a broken verifier.
-        detail = f"assertion failed{line}: {message}"[:1500]
+        detail = f"assertion failed{where}: {message}"[:1500]
         return Verdict(reward=0.0, partial_score=0.0, checks=[_check(False, detail)])
     if kind == "setup":
-        return Verdict.failure(f"verifier sandbox failed to start: {result.get('exception')}: {message}")
+        return Verdict.failure(f"verifier sandbox failed to start: {exception}: {message}")
     if kind in ("bad_signature", "bad_return"):
         return Verdict.failure(f"verifier error: {message}")
-    stage = {"load": " while loading", "call": ""}.get(result.get("stage", ""), "")
-    return Verdict.failure(f"verifier crashed{stage}{line}: {result.get('exception', 'Exception')}: {message}"[:2000])
+    stage = {"load": " while loading", "call": ""}.get(_text(result.get("stage"), 20), "")
+    return Verdict.failure(f"verifier crashed{stage}{where}: {exception}: {message}"[:2000])
+
+
+def _signal_name(number: int) -> str:
+    return signal.Signals(number).name if number in signal.valid_signals() else str(number)
+
+
+def _died(name: str, timeout_s: float, memory_mb: int, elapsed: float) -> Verdict:
+    cause = {
+        "SIGXCPU": f"ran out of CPU time ({timeout_s:g}s)",
+        "SIGKILL": f"was killed (likely its memory limit of {memory_mb} MB)",
+        "SIGSEGV": f"crashed with SIGSEGV (likely its memory limit of {memory_mb} MB or unbounded recursion)",
+        "SIGXFSZ": f"wrote past its file size limit of {FILE_LIMIT_MB} MB",
+    }.get(name, f"died with signal {name}")
+    return Verdict.failure(f"verifier process {cause} after {elapsed:.2f}s")
+
+
+def _finish(verdict: Verdict, isolation: str) -> Verdict:
+    """Scrub secret-looking values from every text, and record which isolation ran the code."""
+    checks = [
+        check.model_copy(update={"detail": f"{scrub(check.detail)} [isolation: {isolation}]"}) for check in verdict.checks
+    ]
+    return verdict.model_copy(update={"error": scrub(verdict.error), "checks": checks})
 
 
 def run_python_verifier(
@@ -174,19 +262,31 @@ def run_python_verifier(
     timeout_s: float = 5.0,
     memory_mb: int = 512,
 ) -> Verdict:
-    """Run `def validate_task(env, final_answer=None)` from `code` against `env`'s seed and current state."""
+    """Run `def validate_task(env, final_answer=None)` from `code` against `env`'s seed and current state.
+
+    Refused (an error verdict naming --trust-verifiers) where strong isolation is unavailable and
+    the risk was not accepted; commands check `require_isolation()` first so they stop before running.
+    """
     if not isinstance(code, str) or not code.strip():
         return Verdict.failure("verifier error: the verifier code is empty")
     try:
-        workdir = Path(tempfile.mkdtemp(prefix="toolgym-verifier-"))
+        isolation, bwrap = select_isolation()
+    except IsolationUnavailable as exc:
+        return Verdict.failure(str(exc))
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix="toolgym-verifier-"))
     except OSError as exc:
         return Verdict.failure(f"verifier sandbox could not create its directory: {exc}")
     try:
+        inputs = scratch / "in"
+        inputs.mkdir()
         try:
-            databases = _write_databases(env, workdir)
+            databases = _write_databases(env, inputs)
         except Exception as exc:  # the env itself is broken: not the verifier's fault, still no reward
-            return Verdict.failure(f"verifier sandbox could not snapshot the databases: {type(exc).__name__}: {exc}")
-        (workdir / "verifier.py").write_text(code, encoding="utf-8")
+            return Verdict.failure(scrub(f"verifier sandbox could not snapshot the databases: {type(exc).__name__}: {exc}") or "")
+        (inputs / "verifier.py").write_text(code, encoding="utf-8")
+        shutil.copyfile(CHILD_SCRIPT, inputs / CHILD_SCRIPT.name)  # the child loads the API from its own folder
+        shutil.copyfile(FLEET_API, inputs / FLEET_API.name)
         spec = {
             "code_file": "verifier.py",
             "final_answer": final_answer,
@@ -196,52 +296,86 @@ def run_python_verifier(
             "memory_mb": memory_mb,
             "file_mb": FILE_LIMIT_MB,
         }
-        (workdir / "input.json").write_text(json.dumps(spec), encoding="utf-8")
-        return _run_child(workdir, timeout_s, memory_mb)
+        (inputs / "input.json").write_text(json.dumps(spec), encoding="utf-8")
+        verdict = _run_child(bwrap, scratch, inputs, timeout_s, memory_mb)
+        return _finish(verdict, isolation)
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _run_child(workdir: Path, timeout_s: float, memory_mb: int) -> Verdict:
-    command = [*network_isolation_prefix(), sys.executable, "-I", "-S", str(CHILD_SCRIPT), str(workdir)]
-    child_env = {"PATH": os.defpath, "HOME": str(workdir), "TMPDIR": str(workdir), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
-    stdout_path, stderr_path = workdir / "child.stdout", workdir / "child.stderr"
+def _launch(bwrap: Bwrap | None, inputs: Path, out: Any, err: Any) -> subprocess.Popen[bytes]:
+    """bwrap around the child (strong), or the child with the weak in-process hook (only when trusted)."""
+    common: dict[str, Any] = {"stdin": subprocess.DEVNULL, "stdout": out, "stderr": err, "start_new_session": True}
+    if bwrap is None:
+        child = str(inputs / CHILD_SCRIPT.name)
+        command = [*network_isolation_prefix(), sys.executable, "-I", "-S", child, str(inputs), str(inputs)]
+        child_env = {"PATH": os.defpath, "HOME": str(inputs), "TMPDIR": str(inputs), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+        return subprocess.Popen(command, cwd=inputs, env=child_env, close_fds=True, **common)
+    fd = seccomp_fd()
+    try:
+        command = bwrap_command(bwrap, inputs, CHILD_SCRIPT.name, FILE_LIMIT_MB, fd)
+        return subprocess.Popen(
+            command, cwd="/", env=bwrap_env(), close_fds=True, pass_fds=() if fd is None else (fd,), **common
+        )
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _wait(process: subprocess.Popen[bytes], timeout_s: float) -> int:
+    """Wait for exit, woken by a pidfd the moment it happens (`Popen.wait(timeout)` polls in steps up to 50 ms)."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):
+        return process.wait(timeout=timeout_s)
+    try:
+        ready, _, _ = select.select([pidfd], [], [], timeout_s)
+    finally:
+        os.close(pidfd)
+    if not ready:
+        raise subprocess.TimeoutExpired(process.args, timeout_s)
+    return process.wait()
+
+
+def _run_child(bwrap: Bwrap | None, scratch: Path, inputs: Path, timeout_s: float, memory_mb: int) -> Verdict:
+    stdout_path, stderr_path = scratch / "child.stdout", scratch / "child.stderr"  # outside the sandbox's view
     started = time.monotonic()
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:
-            process = subprocess.Popen(
-                command, cwd=workdir, env=child_env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                start_new_session=True, close_fds=True,
-            )
+            process = _launch(bwrap, inputs, out, err)
         except OSError as exc:
-            return Verdict.failure(f"verifier sandbox could not start python: {exc}")
+            return Verdict.failure(f"verifier sandbox could not start: {exc}")
         try:
-            returncode = process.wait(timeout=timeout_s)
+            returncode = _wait(process, timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(process)
+            _kill_group(process)  # bwrap's death takes down its PID namespace (--die-with-parent)
             process.wait()
             return Verdict.failure(f"verifier timed out after {timeout_s:g}s (its process group was killed)")
         finally:
             _kill_group(process)  # nothing the verifier started may outlive it
     elapsed = time.monotonic() - started
-    result_path = workdir / "result.json"
-    if returncode != 0 or not result_path.exists():
-        if returncode < 0:
-            name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
-            cause = {
-                "SIGXCPU": f"ran out of CPU time ({timeout_s:g}s)",
-                "SIGKILL": f"was killed (likely its memory limit of {memory_mb} MB)",
-                "SIGSEGV": f"crashed with SIGSEGV (likely its memory limit of {memory_mb} MB or unbounded recursion)",
-            }.get(name, f"died with signal {name}")
-            return Verdict.failure(f"verifier process {cause} after {elapsed:.2f}s")
+    if returncode < 0:
+        return _died(_signal_name(-returncode), timeout_s, memory_mb, elapsed)
+    if bwrap is not None and returncode > 128:  # bwrap reports a child killed by signal N as 128 + N
+        return _died(_signal_name(returncode - 128), timeout_s, memory_mb, elapsed)
+    if returncode != 0:
         stderr = _tail(stderr_path)
         if "MemoryError" in stderr:
             return Verdict.failure(f"verifier exceeded its memory limit of {memory_mb} MB")
         return Verdict.failure(f"verifier process exited with code {returncode} and no result: {stderr or '(no output)'}")
     try:
-        result = json.loads(result_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        size = stdout_path.stat().st_size
+        if size > MAX_RESULT_BYTES:
+            return Verdict.failure(f"verifier sandbox returned an oversized result ({size:,} bytes; at most {MAX_RESULT_BYTES:,})")
+        raw = stdout_path.read_bytes()
+    except OSError as exc:
         return Verdict.failure(f"verifier sandbox returned an unreadable result: {exc}")
+    if not raw.strip():
+        return Verdict.failure(f"verifier process exited without a result: {_tail(stderr_path) or '(no output)'}")
+    try:
+        result = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return Verdict.failure(f"verifier sandbox returned a malformed result (one JSON object expected): {exc}"[:500])
     if not isinstance(result, dict):
         return Verdict.failure("verifier sandbox returned a result that is not an object")
     return _verdict_from_result(result, memory_mb)

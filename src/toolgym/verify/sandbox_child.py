@@ -1,10 +1,13 @@
 """The verifier sandbox's child process: resource limits, an audit hook, then `validate_task`.
 
-Run by `toolgym.verify.sandbox` as `python -I -S sandbox_child.py WORKDIR` (standard library
-only; nothing from toolgym is importable here). It reads WORKDIR/input.json, runs the task's
-verifier against read-only copies of the seed and current databases, and writes
-WORKDIR/result.json. Once the audit hook is in, task code cannot open a socket, start or signal
-a process, load native code, or write anywhere outside WORKDIR; it may read.
+Run by `toolgym.verify.sandbox` as `python -I -S sandbox_child.py INPUT_DIR WORK_DIR`, normally
+inside bubblewrap (standard library only; nothing from toolgym is importable here). It reads
+INPUT_DIR/input.json, runs the task's verifier against read-only copies of the seed and current
+databases with WORK_DIR as its scratch space, and writes one JSON object — what the verifier
+returned, or why it failed — to its original stdout, which is kept away from the verifier's own
+prints. The kernel-level sandbox around this process is the security boundary; the audit hook
+installed here is a diagnostic that names what a verifier tried (and the only guard in the weak
+mode a user must opt into): code in this process can switch it off.
 """
 
 from __future__ import annotations
@@ -156,7 +159,9 @@ class Sandbox:
 
 
 def set_limits(memory_mb: int, timeout_s: float, file_mb: int) -> None:
-    """Kernel limits: address space, CPU seconds (a backstop to the parent's timer), file size, no children."""
+    """Kernel limits, set before any task code runs and never raisable by it (no capabilities, hard = soft):
+    address space, CPU seconds (a backstop to the parent's timer), file size, no children (the
+    seccomp filter holds that where the sandbox's uid is root outside, as RLIMIT_NPROC then does not)."""
     memory = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     cpu = math.ceil(timeout_s) + 1
@@ -265,13 +270,17 @@ def error_result(kind: str, exc: BaseException, stage: str) -> dict[str, Any]:
     }
 
 
-def run(workdir: str) -> dict[str, Any]:
-    with open(os.path.join(workdir, "input.json"), encoding="utf-8") as handle:
+def run(input_dir: str, workdir: str) -> dict[str, Any]:
+    with open(os.path.join(input_dir, "input.json"), encoding="utf-8") as handle:
         spec = json.load(handle)
-    with open(os.path.join(workdir, spec["code_file"]), encoding="utf-8") as handle:
+    with open(os.path.join(input_dir, spec["code_file"]), encoding="utf-8") as handle:
         code = handle.read()
+    databases = {
+        app: {which: os.path.join(input_dir, name) for which, name in files.items()}
+        for app, files in spec["databases"].items()
+    }
     api = load_fleet_api()
-    env = api.VerifierEnv(spec["databases"], spec.get("env_variables") or {})
+    env = api.VerifierEnv(databases, spec.get("env_variables") or {})
     helpers = install_fleet_modules(api, type(env))
     set_limits(int(spec["memory_mb"]), float(spec["timeout_s"]), int(spec["file_mb"]))
 
@@ -340,16 +349,22 @@ ANNEX: dict[str, Any] = {}
 
 
 def main() -> int:
-    workdir = sys.argv[1]
+    input_dir, workdir = sys.argv[1], sys.argv[2]
+    os.chdir(workdir)
+    # The result channel is a private copy of stdout; fd 1 itself now writes to stderr, so the
+    # verifier's stray low-level writes cannot corrupt the one JSON object the parent reads.
+    result_fd = os.dup(1)
+    os.dup2(2, 1)
     try:
-        result = run(workdir)
+        result = run(input_dir, workdir)
     except MemoryError:
         result = {"status": "error", "kind": "memory", "message": "MemoryError while setting up the verifier"}
     except BaseException as exc:
         result = error_result("setup", exc, "setup")
     result.update(ANNEX)
-    with open(os.path.join(workdir, "result.json"), "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(result, default=repr))
+    data = (json.dumps(result, default=repr) + "\n").encode("utf-8")
+    while data:
+        data = data[os.write(result_fd, data):]
     return 0
 
 

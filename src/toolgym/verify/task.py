@@ -21,5 +21,6 @@ def verify_task(task: Task, env: Environment, final_answer: str | None) -> Verdi
     code_verdict = run_python_verifier(task.verifier_code, env, final_answer)
     if code_verdict.error or verdict is None:
         return code_verdict
-    merged = [*list(verdict.checks), CheckResult(kind="python_verifier", label="validate_task", passed=code_verdict.reward >= 1.0, weight=1.0, detail=f"validate_task returned {code_verdict.reward:g}")]
+    isolation = next((c.detail[c.detail.rfind(" [isolation:"):] for c in code_verdict.checks if "[isolation:" in c.detail), "")
+    merged = [*list(verdict.checks), CheckResult(kind="python_verifier", label="validate_task", passed=code_verdict.reward >= 1.0, weight=1.0, detail=f"validate_task returned {code_verdict.reward:g}{isolation}")]
     return Verdict.from_results(merged)

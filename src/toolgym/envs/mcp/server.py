@@ -19,6 +19,11 @@ The server speaks the handshake era of MCP (2024-11-05 … 2025-11-25), where a 
 The 2026-07-28 protocol is stateless (every request stands alone), which an environment with
 state cannot serve: `server/discover` is refused so `auto` clients fall back to `initialize`,
 and stateless requests get an error that says so.
+
+Over HTTP every session holds its own copy of the app databases, so sessions are bounded: at most
+`max_sessions` live at once (a new one past that is refused with HTTP 503 saying so), and one with
+no request in flight for `session_idle_timeout_s` is ended and its databases closed. Requests pass
+`toolgym.http_guard` first (Host/Origin, optional API key, body size limit).
 """
 
 from __future__ import annotations
@@ -36,8 +41,12 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolgym.envs.environment import EnvError, Environment
 from toolgym.envs.mcp.protocol import (
@@ -54,10 +63,12 @@ from toolgym.envs.mcp.protocol import (
     encode_row,
 )
 from toolgym.envs.registry import make_env
+from toolgym.http_guard import GuardSettings, RequestGuard, allowed_hosts_for
 from toolgym.schema import ToolSpec
 
 SESSION_ENV_KEY = "toolgym.env"
-DEFAULT_SESSION_IDLE_TIMEOUT_S = 30 * 60
+DEFAULT_SESSION_IDLE_TIMEOUT_S = 10 * 60  # longer than any model turn between two tool calls
+DEFAULT_MAX_SESSIONS = 64  # each holds a copy of the app databases
 STATELESS_REFUSAL = (
     "this toolgym environment keeps one state per MCP session, and the 2026-07-28 protocol has no "
     "session; connect with the initialize handshake (e.g. mcp.Client(..., mode='legacy') or 'auto')"
@@ -225,19 +236,72 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _jsonrpc_error(status: int, message: str, reason: str = "") -> Response:
+    """A refusal MCP clients surface as an MCPError carrying `message` (a JSON-RPC error, no id)."""
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": types.INVALID_REQUEST, "message": message}}
+    return JSONResponse(body, status_code=status)
+
+
+class ExplainSessionLimit:
+    """The SDK refuses a session past `max_sessions` with a bare HTTP 503; this says which limit it is
+    and what frees room, so a client (or its operator) knows why and when to retry."""
+
+    def __init__(self, app: ASGIApp, max_sessions: int, session_idle_timeout_s: float | None) -> None:
+        self.app = app
+        expiry = (
+            f"an idle session ends after {session_idle_timeout_s:g} s" if session_idle_timeout_s is not None
+            else "sessions do not expire on this server"
+        )
+        self.message = (
+            f"this toolgym env server is at its limit of {max_sessions} live MCP sessions (--max-sessions); "
+            f"end a session (close the client) or retry later: {expiry}"
+        )
+        self.retry_after = str(max(1, round(min(session_idle_timeout_s or 60.0, 60.0))))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or Headers(scope=scope).get("mcp-session-id"):
+            await self.app(scope, receive, send)
+            return
+        replaced = False
+
+        async def explain(message: Message) -> None:
+            nonlocal replaced
+            if message["type"] == "http.response.start" and message["status"] == 503:
+                replaced = True
+                response = _jsonrpc_error(503, self.message)
+                response.headers["Retry-After"] = self.retry_after
+                await response(scope, receive, send)
+            elif not replaced:
+                await send(message)
+
+        await self.app(scope, receive, explain)
+
+
 async def serve_http(
     server: Server[Any],
     sock: socket.socket,
     *,
     session_idle_timeout_s: float | None = DEFAULT_SESSION_IDLE_TIMEOUT_S,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    guard: GuardSettings | None = None,
     log_level: str = "warning",
 ) -> None:
-    """Streamable HTTP at `/mcp` on an already bound socket (uvicorn), one Environment per session."""
+    """Streamable HTTP at `/mcp` on an already bound socket (uvicorn), one Environment per session.
+
+    `guard` defaults to the bind address's own names, no key and the default body limit.
+    """
     import uvicorn
 
     host = sock.getsockname()[0]
-    app = server.streamable_http_app(host=host, session_idle_timeout=session_idle_timeout_s)
-    config = uvicorn.Config(app, log_level=log_level, lifespan="on")
+    guard = guard or GuardSettings(allowed_hosts=allowed_hosts_for(host))
+    app = server.streamable_http_app(
+        host=host, session_idle_timeout=session_idle_timeout_s, max_sessions=max_sessions,
+        max_request_body_size=guard.max_body_bytes,
+        # Host and Origin are checked by the guard, the same code as the policy server's.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    guarded = RequestGuard(ExplainSessionLimit(app, max_sessions, session_idle_timeout_s), guard, _jsonrpc_error)
+    config = uvicorn.Config(guarded, log_level=log_level, lifespan="on")
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
@@ -266,9 +330,16 @@ def run_server(
     port: int = 8000,
     env_variables: Mapping[str, str] | None = None,
     session_idle_timeout_s: float | None = DEFAULT_SESSION_IDLE_TIMEOUT_S,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    guard: GuardSettings | None = None,
     log_level: str = "warning",
 ) -> None:
-    """Blocking: serve until stdin closes (stdio) or the process is stopped (http)."""
+    """Blocking: serve until stdin closes (stdio) or the process is stopped (http).
+
+    `guard` (http only): see `toolgym.http_guard`; None gives the bind address's names and no key.
+    """
+    if max_sessions < 1:
+        raise ValueError(f"max_sessions must be at least 1; got {max_sessions}")
     env_server = EnvServer(env_name, dict(env_variables or {}))
     server = env_server.build()
     if transport == "stdio":
@@ -280,6 +351,9 @@ def run_server(
     # stderr, flushed: scripts (and tests) read the URL from here when --port 0 picked the port.
     print(f"toolgym env {env_server.template.name} serving MCP on {http_url(sock)}", file=sys.stderr, flush=True)
     try:
-        asyncio.run(serve_http(server, sock, session_idle_timeout_s=session_idle_timeout_s, log_level=log_level))
+        asyncio.run(serve_http(
+            server, sock, session_idle_timeout_s=session_idle_timeout_s, max_sessions=max_sessions, guard=guard,
+            log_level=log_level,
+        ))
     finally:
         sock.close()

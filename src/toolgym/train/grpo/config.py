@@ -260,12 +260,20 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: no such config file")
+    raw = path.read_bytes()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}: line {line}: invalid UTF-8: byte 0x{raw[exc.start]:02x}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         raise ConfigError(f"{path}:{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from exc
+    except RecursionError:  # the YAML composer recurses once per nesting level
+        raise ConfigError(f"{path}: invalid YAML: nested too deeply") from None
+    except ValueError as exc:  # an integer past Python's digit limit
+        raise ConfigError(f"{path}: invalid YAML: {str(exc).split(':')[0]}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

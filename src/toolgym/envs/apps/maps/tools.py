@@ -85,8 +85,11 @@ def _when(ctx: ToolContext, open_on: str | None, open_at: str | None) -> tuple[d
 
 def _place(ctx: ToolContext, name: str, ref: int | str) -> dict[str, Any]:
     """A place by id, exact name, meeting-room alias, or 'work'; the error names the argument and suggests."""
-    if isinstance(ref, int) or str(ref).strip().isdigit():
-        row = ctx.one("SELECT * FROM places WHERE id=?", (int(ref),))
+    digits = str(ref).strip()
+    if isinstance(ref, int) or (digits.isascii() and digits.isdigit()):
+        # 19+ digits name no place: past SQLite's integer range (and int() refuses 4,300+ digits)
+        place_id = ref if isinstance(ref, int) else int(digits) if len(digits) < 19 else -1
+        row = ctx.one("SELECT * FROM places WHERE id=?", (place_id,))
         if row is None:
             raise ToolError(f"argument '{name}': no place with place_id {ref}; use search_places to find one")
         return row
