@@ -164,3 +164,22 @@ def test_rft_keeps_successes_and_best_partials_converts_with_token_ids_and_train
     manifest = json.loads((tmp_path / "rft/manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["selection"]["kept_by_env"] == {
         "toy": {REASON_REWARD: 4, REASON_PARTIAL: 1}}
+
+
+
+def test_a_hand_edited_results_file_is_named_by_file_line_and_field(tmp_path: Path) -> None:
+    from test_rollout_support import suite_tasks
+    from toolgym.data.convert import ConvertOptions
+    from toolgym.train.rft import selected_sft_rows
+
+    tasks = [t for t in suite_tasks(apps=["code_host"]) if t.env == "code_host"][:2]
+    write_jsonl(tmp_path / "tasks.jsonl", tasks)
+    result = CliRunner().invoke(app, ["rollout", "--tasks", str(tmp_path / "tasks.jsonl"), "--policy", "oracle",
+                                      "--out", str(tmp_path / "run"), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    results = tmp_path / "run" / "results.jsonl"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    rows[1]["reward"] = "high"
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(RFTError, match=r"results\.jsonl:2: field 'reward'"):
+        selected_sft_rows(results, min_reward=1.0, min_partial=0.6, options=ConvertOptions())

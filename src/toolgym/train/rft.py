@@ -19,6 +19,7 @@ from typing import Any
 
 from toolgym.data.convert import ConvertOptions, ConvertReport, convert_rows, write_sidecar_manifest
 from toolgym.data.rows import iter_lines
+from toolgym.data.validate import RowChecker
 from toolgym.dataset.manifest import sha256_file, write_manifest
 from toolgym.schema import Task
 from toolgym.schema.jsonl import JsonlError, write_jsonl
@@ -142,9 +143,11 @@ def selected_sft_rows(results_file: str | Path, *, min_reward: float, min_partia
                       options: ConvertOptions) -> tuple[list[dict[str, Any]], SelectionReport, ConvertReport]:
     """Select a run's episodes and convert them; each SFT row says why it was kept (`rft_reason`)."""
     rows = []
+    checker = RowChecker()  # the rows `data validate` accepts, so a hand-edited file is named, not a traceback
     for line, row in iter_lines(results_file):
-        if isinstance(row, JsonlError):
-            raise RFTError(str(row))
+        check = checker.check(row, line)
+        if not check.valid:
+            raise RFTError(check.problems[0].located(str(results_file), line))
         rows.append((line, row))
     kept, selection = select_episodes(rows, min_reward=min_reward, min_partial=min_partial)
     reasons = {line: reason for line, _, reason in kept}
