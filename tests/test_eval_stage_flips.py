@@ -12,7 +12,14 @@ from toolgym.eval.records import load_run
 from toolgym.eval.report import write_report
 from toolgym.eval.stage_flips import stage_flips, stage_flips_table
 from toolgym.eval.traces import diff_runs
-from toolgym.pipeline.summary import acceptance, comparisons, load_stage_runs, stage_results, task_flips
+from toolgym.pipeline.summary import (
+    acceptance,
+    comparisons,
+    load_stage_runs,
+    paired_tests,
+    stage_results,
+    task_flips,
+)
 from toolgym.rollout.results import episode_to_row
 
 FAMILY = {"T1": "assign", "T2": "assign", "T3": "count", "T4": "count", "T5": "close"}
@@ -85,11 +92,13 @@ def test_summary_comparisons_carry_the_tasks_won_and_lost_and_the_paired_test(tm
     runs = load_stage_runs(dirs)
     results = stage_results(runs, [1])
     flips = task_flips(runs)
-    found = {(c["from"], c["to"]): c for c in comparisons(results, flips) if c["split"] == "heldout_tasks"}
+    paired = paired_tests(runs)
+    found = {(c["from"], c["to"]): c for c in comparisons(results, flips, paired) if c["split"] == "heldout_tasks"}
     gain = found[("sft", "grpo")]
     assert (gain["tasks_won"], gain["tasks_lost"]) == (2, 0)
     assert gain["by_family"] == {"code_host/close": {"won": 1, "lost": 0}, "code_host/count": {"won": 1, "lost": 0}}
     assert gain["paired_p_value"] == pytest.approx(0.5)  # exact binomial: 2 discordant pairs, both one way
-    verdict = acceptance(results, "heldout_tasks", 0.3, 5.0, flips)
+    assert gain["test"] == "McNemar exact (2 only-B vs 0 only-A)" and gain["p_value"] == pytest.approx(0.5)
+    verdict = acceptance(results, "heldout_tasks", 0.3, 5.0, flips, paired)
     assert (verdict["grpo_tasks_won"], verdict["grpo_tasks_lost"]) == (2, 0)
     assert verdict["grpo_gain_paired_p_value"] == pytest.approx(0.5) and verdict["grpo_meets_gain"]

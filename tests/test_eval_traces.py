@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scipy.stats import binomtest, norm
+from scipy.stats import norm, wilcoxon
 from typer.testing import CliRunner
 
 from test_eval_support import episode, write_results
@@ -63,17 +63,20 @@ def test_same_denominator_tests_and_flips_by_hand(tmp_path: Path) -> None:
     assert same is not None and (same.a.successes, same.b.successes, same.a.total) == (2, 3, 5)
     z = 0.2 / (0.5 * 0.5 * (2 / 5)) ** 0.5
     assert same.p_value == pytest.approx(2 * norm.sf(z))
+    # paired over tasks (several samples each): T1 1/2 → 0/2, T2 0/2 → 2/2, T4 1/1 → 1/1
     paired = diff.paired_test
-    assert paired is not None and paired.test == "McNemar exact (2 only-B vs 1 only-A)"
-    assert paired.p_value == pytest.approx(binomtest(2, 3, 0.5).pvalue)  # = 1.0
+    assert paired is not None and paired.test == "Wilcoxon signed-rank over 3 tasks (1 better, 1 worse)"
+    assert paired.p_value == pytest.approx(wilcoxon([-0.5, 1.0]).pvalue) == pytest.approx(1.0)
+    assert paired.difference == pytest.approx((-0.5 + 1.0 + 0.0) / 3)
     flips = {(f.task_id, f.direction, f.a_passes, f.b_passes, f.pairs) for f in diff.flips}
     assert flips == {("T1", "pass→fail", 1, 0, 2), ("T2", "fail→pass", 0, 2, 2)}
     t1 = next(f for f in diff.flips if f.task_id == "T1")
     assert [r.line for r in t1.a_records] == [1, 2] and [r.line for r in t1.b_records] == [1, 2]
 
     success, behaviour, calls, flipped = diff_tables(diff, root=tmp_path)
+    assert len(success.rows) == 1  # the paired test only: no two-proportion test on the same tasks
     assert success.rows[0][1].startswith("2/5 · 40.0%") and success.rows[0][2].startswith("3/5 · 60.0%")
-    assert success.rows[1][0] == "McNemar exact (2 only-B vs 1 only-A)" and success.rows[1][4] == "1"
+    assert success.rows[0][0] == "Wilcoxon signed-rank over 3 tasks (1 better, 1 worse)" and success.rows[0][4] == "1"
     rows = {r[0]: r for r in behaviour.rows}
     assert rows["success (passes / scored episodes)"][1].startswith("3/6 · 50.0%")
     assert rows["success (passes / scored episodes)"][2].startswith("5/7 · 71.4%")
@@ -102,9 +105,10 @@ def test_seed_comparison_through_the_trace_diff(tmp_path: Path) -> None:
     assert same.p_value == pytest.approx(0.42, abs=0.005)
     assert 100 * same.interval[0] == pytest.approx(-3.92, abs=0.01)
     assert 100 * same.interval[1] == pytest.approx(9.47, abs=0.01)
-    # paired: 15 shared passes, 4 only in the baseline, 9 only after SFT
-    assert diff.paired_test is not None and diff.paired_test.test == "McNemar exact (9 only-B vs 4 only-A)"
-    assert diff.paired_test.p_value == pytest.approx(binomtest(9, 13, 0.5).pvalue)
+    # paired over the 60 tasks (3 correlated trials each): tasks 15–18 lose 1/3, tasks 40–48 gain 1/3
+    assert diff.paired_test is not None and diff.paired_test.test == "Wilcoxon signed-rank over 60 tasks (9 better, 4 worse)"
+    assert diff.paired_test.p_value == pytest.approx(wilcoxon([-1 / 3] * 4 + [1 / 3] * 9).pvalue)
+    assert diff.paired_test.difference == pytest.approx((9 - 4) / 3 / 60)
 
 
 def test_traces_diff_cli(tmp_path: Path) -> None:
@@ -115,7 +119,8 @@ def test_traces_diff_cli(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "pass→fail" in result.output and "fail→pass" in result.output
     text = out.read_text()
-    assert "| two-proportion z-test | 2/5 · 40.0%" in text and "| search |" in text
+    assert "| Wilcoxon signed-rank over 3 tasks (1 better, 1 worse) | 2/5 · 40.0%" in text and "| search |" in text
+    assert "two-proportion z-test" not in text
     missing = CliRunner().invoke(app, ["traces", "diff", str(path_a), str(tmp_path / "nope")], env={"COLUMNS": "400"})
     assert missing.exit_code == 2 and "no such run folder" in missing.output
     no_greedy = CliRunner().invoke(app, ["traces", "diff", str(path_a), str(path_b), "--greedy"], env={"COLUMNS": "400"})

@@ -34,7 +34,7 @@ def family_of(record: EpisodeRecord) -> str:
     return f"{record.env}/{family}" if family else record.env
 
 
-def _only_split(run: RunRecords, split: str | None) -> RunRecords:
+def only_split(run: RunRecords, split: str | None) -> RunRecords:
     if split is None:
         return run
     return RunRecords(run.name, run.root, [r for r in run.sampled if r.split == split],
@@ -44,7 +44,7 @@ def _only_split(run: RunRecords, split: str | None) -> RunRecords:
 def flips_between(run_a: RunRecords, run_b: RunRecords, split: str | None = None) -> StageFlips | None:
     """B against A on the headline measure (the greedy passes when both runs have one, else the trials),
     over one split or all; None when no scored episode pairs up."""
-    a, b = _only_split(run_a, split), _only_split(run_b, split)
+    a, b = only_split(run_a, split), only_split(run_b, split)
     diff = diff_runs(a, b, greedy=bool(a.greedy and b.greedy))
     if not diff.pairs:
         return None

@@ -1,8 +1,10 @@
 """Confidence intervals and significance tests for success rates.
 
 A rate is always reported with its numerator and denominator; these functions say how much
-it can be trusted (Wilson intervals) and whether two runs differ (two-proportion z-test for
-independent samples, McNemar for the same tasks paired).
+it can be trusted (Wilson intervals) and whether two runs differ: a two-proportion z-test only for
+independent samples; for the same tasks scored twice, McNemar on one outcome per task (greedy) and a
+Wilcoxon signed-rank test on per-task success fractions (several samples per task, which are not
+independent of each other).
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy.stats import binomtest, norm
+from scipy.stats import binomtest, norm, wilcoxon
+from scipy.stats import t as student_t
 
 
 @dataclass(frozen=True)
@@ -119,3 +122,28 @@ def mcnemar_test(a_passed: list[bool], b_passed: list[bool]) -> Comparison:
         half = float("nan")
     return Comparison(a, b, difference, (difference - half, difference + half), float(p_value),
                       f"McNemar exact ({only_b} only-B vs {only_a} only-A)")
+
+
+def paired_task_test(a_fractions: list[float], b_fractions: list[float], a: Rate, b: Rate) -> Comparison:
+    """Paired over tasks: each task's success fraction under A and under B (its samples averaged first,
+    since samples of one task are correlated); Wilcoxon signed-rank on the non-zero differences.
+
+    `a` and `b` are the episode rates shown beside it; the difference and its interval (Student's t)
+    are of the mean per-task fraction.
+    """
+    if len(a_fractions) != len(b_fractions):
+        raise ValueError(f"paired results differ in length: {len(a_fractions)} vs {len(b_fractions)}")
+    differences = [y - x for x, y in zip(a_fractions, b_fractions, strict=True)]
+    n = len(differences)
+    mean = sum(differences) / n if n else 0.0
+    nonzero = [d for d in differences if d != 0]
+    p_value = float(wilcoxon(nonzero).pvalue) if nonzero else 1.0
+    if n > 1:
+        sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1))
+        half = float(student_t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    else:
+        half = float("nan")
+    better = sum(1 for d in differences if d > 0)
+    worse = sum(1 for d in differences if d < 0)
+    return Comparison(a, b, mean, (mean - half, mean + half), p_value,
+                      f"Wilcoxon signed-rank over {n} tasks ({better} better, {worse} worse)")

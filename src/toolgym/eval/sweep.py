@@ -30,10 +30,11 @@ from typing import Any
 from rich.console import Console
 
 from toolgym.eval.evaluate import EvalConfig, run_eval
-from toolgym.eval.records import is_run_folder, load_run
-from toolgym.eval.stats import two_proportion_test
+from toolgym.eval.records import EpisodeRecord, RunRecords, is_run_folder, load_run
+from toolgym.eval.stats import Comparison
 from toolgym.eval.summary import SPLIT_GROUPS, CellStats, Estimate, EvalSummary, summarize
 from toolgym.eval.tables import TextTable, format_estimate
+from toolgym.eval.traces import diff_runs
 from toolgym.policy.base import Policy
 from toolgym.schema import Task
 
@@ -147,6 +148,7 @@ class SweepRow:
     best_step: int
     first_cell: CellStats
     best_cell: CellStats
+    paired: Comparison | None = None  # best step against the first, on the episodes both scored
 
 
 @dataclass
@@ -187,6 +189,14 @@ def _cells(summary: EvalSummary, split: str) -> dict[str, CellStats]:
     return cells
 
 
+def _only(run: RunRecords, split: str, env: str | None) -> RunRecords:
+    def keep(record: EpisodeRecord) -> bool:
+        return record.split == split and (env is None or record.env == env)
+
+    return RunRecords(run.name, run.root, [r for r in run.sampled if keep(r)], [r for r in run.greedy if keep(r)],
+                      run.manifest)
+
+
 def sweep(run_dir: str | Path, k: int = 1) -> SweepResult:
     """Read every evals/step-<N>/ folder and build, per split and env, checkpoint 0 vs the best step."""
     run = Path(run_dir)
@@ -196,7 +206,8 @@ def sweep(run_dir: str | Path, k: int = 1) -> SweepResult:
             f"{run}: no {EVALS_DIR}/step-<N>/ folders with results (give --tasks to evaluate its checkpoints)"
         )
     steps = sorted(evals)
-    summaries = {s: summarize(load_run(evals[s], name=f"step {s}"), [k]) for s in steps}
+    runs = {s: load_run(evals[s], name=f"step {s}") for s in steps}
+    summaries = {s: summarize(runs[s], [k]) for s in steps}
     result = SweepResult(run_dir=run, k=k, steps=steps, summaries=summaries)
     first = steps[0]
     for split, _ in SPLIT_GROUPS:
@@ -213,7 +224,13 @@ def sweep(run_dir: str | Path, k: int = 1) -> SweepResult:
             best_step, best_cell = (max(available, key=lambda sc: (sc[1].pass_at[k].value, -sc[0]))
                                     if available else present[0])
             first_cell = per_step[first][env]
-            rows.append(SweepRow(env, first_cell.pass_at[k], best_cell.pass_at[k], best_step, first_cell, best_cell))
+            paired = None
+            if best_step != first:
+                scope = None if env == "All environments" else env
+                diff = diff_runs(_only(runs[first], split, scope), _only(runs[best_step], split, scope))
+                paired = diff.paired_test
+            rows.append(SweepRow(env, first_cell.pass_at[k], best_cell.pass_at[k], best_step, first_cell, best_cell,
+                                 paired))
         if len(envs) == 1:
             rows = rows[:1]
         result.tables[split] = rows
@@ -232,10 +249,7 @@ def sweep_tables(result: SweepResult) -> list[TextTable]:
             header=["Environment", f"{first_label} pass@{k}", f"Best pass@{k}", "Best Step", "p (best vs 0)"],
         )
         for row in rows:
-            p = "—"
-            a, b = row.first_cell.pass_rate, row.best_cell.pass_rate
-            if row.best_step != result.first_step and a.total and b.total:
-                p = f"{two_proportion_test(a, b).p_value:.3g}"
+            p = f"{row.paired.p_value:.3g}" if row.paired is not None else "—"
             table.rows.append([row.env, format_estimate(row.first), format_estimate(row.best), str(row.best_step), p])
             if row.env == "All environments":
                 table.emphasis.add(len(table.rows) - 1)
@@ -246,6 +260,7 @@ def sweep_tables(result: SweepResult) -> list[TextTable]:
             "95% interval in brackets; errored episodes are excluded from every denominator.",
             f"Steps evaluated: {', '.join(map(str, result.steps))}. Best = the step with the highest pass@{k} "
             "(earliest on ties); a maximum over several noisy evaluations favours luck, so read it with its p.",
-            "p (best vs 0): two-sided two-proportion z-test on passes / scored episodes of the two steps.",
+            "p (best vs 0): paired over the episodes both steps scored — McNemar with one outcome per task, "
+            "else a Wilcoxon signed-rank test over tasks (the same tasks are not independent samples).",
         ]
     return tables

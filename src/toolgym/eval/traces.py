@@ -11,16 +11,18 @@ both runs have them, else the greedy passes (a greedy-only eval, `--trials 0`, h
 from __future__ import annotations
 
 import contextlib
-import math
-import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scipy.stats import ttest_ind
-
 from toolgym.eval.records import EpisodeRecord, RunRecords
-from toolgym.eval.stats import Comparison, Rate, mcnemar_test, newcombe_interval, two_proportion_test
+from toolgym.eval.stats import (
+    Comparison,
+    Rate,
+    mcnemar_test,
+    paired_task_test,
+    two_proportion_test,
+)
 from toolgym.eval.tables import TextTable, format_rate
 
 Key = tuple[str, str, int]
@@ -202,10 +204,16 @@ def diff_runs(run_a: RunRecords, run_b: RunRecords, *, greedy: bool | None = Non
         a_passed = [x.passed for x, _ in pairs]
         b_passed = [y.passed for _, y in pairs]
         same_denominator = two_proportion_test(Rate(sum(a_passed), len(pairs)), Rate(sum(b_passed), len(pairs)))
-        paired_test = mcnemar_test(a_passed, b_passed)
     by_task: dict[str, list[tuple[EpisodeRecord, EpisodeRecord]]] = defaultdict(list)
     for x, y in pairs:
         by_task[x.task_id].append((x, y))
+    if pairs and all(len(task_pairs) == 1 for task_pairs in by_task.values()):
+        paired_test = mcnemar_test(a_passed, b_passed)  # one outcome per task: McNemar is exact
+    elif pairs:  # several samples per task are correlated: the task is the unit
+        a_fractions = [sum(x.passed for x, _ in tp) / len(tp) for tp in by_task.values()]
+        b_fractions = [sum(y.passed for _, y in tp) / len(tp) for tp in by_task.values()]
+        paired_test = paired_task_test(a_fractions, b_fractions, Rate(sum(a_passed), len(pairs)),
+                                       Rate(sum(b_passed), len(pairs)))
     flips = []
     for task_id, task_pairs in sorted(by_task.items()):
         a_passes = sum(x.passed for x, _ in task_pairs)
@@ -229,22 +237,6 @@ def _mean(values: list[int]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
-def _welch_p(a: list[int], b: list[int]) -> str:
-    if len(a) < 2 or len(b) < 2 or (len(set(a)) == 1 and len(set(b)) == 1):
-        return "—"  # no variance on either side: the test is undefined
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # near-constant samples: scipy warns, p is still defined
-        result = ttest_ind(a, b, equal_var=False)
-    p = float(result.pvalue)
-    return "—" if math.isnan(p) else f"{p:.3g}"
-
-
-def _rate_p(a: Rate, b: Rate) -> str:
-    if not a.total or not b.total:
-        return "—"
-    return f"{two_proportion_test(a, b).p_value:.3g}"
-
-
 def _pp(a: Rate, b: Rate) -> str:
     if not a.total or not b.total:
         return "—"
@@ -255,23 +247,24 @@ def behaviour_table(diff: TraceDiff) -> TextTable:
     a, b = diff.a, diff.b
     table = TextTable(
         title="Behaviour",
-        header=["Metric", f"A: {a.name}", f"B: {b.name}", "Δ (B − A)", "p"],
+        header=["Metric", f"A: {a.name}", f"B: {b.name}", "Δ (B − A)"],
         notes=[
-            "Rates: two-sided two-proportion z-test; means: Welch's t-test. Behaviour is measured over "
-            "scored episodes (errored ones excluded); error and timeout rates over all episodes.",
+            "Behaviour is measured over scored episodes (errored ones excluded); error and timeout rates over "
+            "all episodes. Descriptive: both runs played the same tasks, so episodes are not independent "
+            "samples and no unpaired test is shown.",
         ],
     )
     rates_a, rates_b = a.rates(), b.rates()
     for name in rates_a:
         table.rows.append([name, format_rate(rates_a[name]), format_rate(rates_b[name]),
-                           _pp(rates_a[name], rates_b[name]), _rate_p(rates_a[name], rates_b[name])])
+                           _pp(rates_a[name], rates_b[name])])
     means_a, means_b = a.means(), b.means()
     for name in means_a:
         if name not in means_b:
             continue
         xa, xb = means_a[name], means_b[name]
         table.rows.append([name, f"{_mean(xa):.2f} (n={len(xa)})", f"{_mean(xb):.2f} (n={len(xb)})",
-                           f"{_mean(xb) - _mean(xa):+.2f}" if xa and xb else "—", _welch_p(xa, xb)])
+                           f"{_mean(xb) - _mean(xa):+.2f}" if xa and xb else "—"])
     if not (a.has_tokens and b.has_tokens):
         missing = [s.name for s in (a, b) if not s.has_tokens]
         table.notes.append(f"Tokens: not recorded for {', '.join(missing)} (chat-mode policy: no token ids).")
@@ -309,17 +302,16 @@ def success_table(diff: TraceDiff) -> TextTable:
             "Left out and counted: "
             f"{diff.errored_pairs} pair(s) with an errored side, {diff.unpaired_a} episode(s) only in A, "
             f"{diff.unpaired_b} only in B.",
-            "Intervals: Newcombe's (from the two Wilson intervals) for the two-proportion row; Wald on the paired "
-            "differences, clipped to ±100 pp, for McNemar.",
+            "Paired tests only: McNemar when each task has one outcome per run (Wald interval on the paired "
+            "differences), else Wilcoxon signed-rank over tasks on their success fractions (Student's t "
+            "interval of the mean per-task difference); intervals clipped to ±100 pp. The same tasks scored "
+            "twice are not independent samples, so no two-proportion test is shown.",
         ],
     )
-    for comparison in (diff.same_denominator, diff.paired_test):
+    for comparison in (diff.paired_test,):
         if comparison is None:
             continue
-        if comparison is diff.same_denominator:
-            low, high = newcombe_interval(comparison.a, comparison.b)
-        else:
-            low, high = max(-1.0, comparison.interval[0]), min(1.0, comparison.interval[1])
+        low, high = max(-1.0, comparison.interval[0]), min(1.0, comparison.interval[1])
         table.rows.append([
             comparison.test, format_rate(comparison.a), format_rate(comparison.b),
             f"{100 * comparison.difference:+.2f} pp [{100 * low:+.2f}, {100 * high:+.2f}]",

@@ -23,6 +23,7 @@ from toolgym.pipeline.summary import (
     acceptance,
     comparisons,
     load_stage_runs,
+    paired_tests,
     stage_results,
     task_flips,
     write_if_changed,
@@ -75,12 +76,13 @@ def _write_manifest(ctx: stages.Context, records: dict[str, dict[str, Any]], sta
 
 def build_summary(ctx: stages.Context, records: dict[str, dict[str, Any]]) -> dict[str, Any]:
     config = ctx.config
-    ks = sorted(set(config.eval.settings.get("ks", [1])))
+    ks = sorted(set(config.eval.settings.ks))
     eval_dirs = {s: stages.eval_dir(ctx, s) for s in config.eval.stages
                  if (stages.eval_dir(ctx, s) / "eval.json").is_file()}
     runs = load_stage_runs(eval_dirs)
     results = stage_results(runs, ks)
     flips = task_flips(runs)
+    paired = paired_tests(runs)
     # The report stage is left out: it reads this file, and its own record would make it stale at once.
     stage_rows = [{"name": name, **{k: v for k, v in records.get(name, {"status": "not_run"}).items()
                                     if k in ("status", "seconds", "cpu_seconds", "error", "detail")}}
@@ -94,9 +96,9 @@ def build_summary(ctx: stages.Context, records: dict[str, dict[str, Any]]) -> di
         "cpu_minutes": round(sum(r.get("cpu_seconds", 0.0) for r in ran) / 60, 2),
         "measure": "greedy pass@1 where the eval ran a greedy pass, else sampled successes / scored episodes",
         "results": results,
-        "comparisons": comparisons(results, flips),
+        "comparisons": comparisons(results, flips, paired),
         "acceptance": acceptance(results, config.acceptance.split, config.acceptance.sft_min_pass_rate,
-                                 config.acceptance.grpo_min_gain_points, flips),
+                                 config.acceptance.grpo_min_gain_points, flips, paired),
     }
 
 

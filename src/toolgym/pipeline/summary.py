@@ -1,6 +1,8 @@
 """summary.json: per stage (untrained, random_init, sft, rft, grpo) and held-out split, successes over scored
-episodes, errored episodes, pass@k, and the stage-to-stage tests: two-proportion on the headline rates,
-and McNemar's paired test with the tasks won and lost (by family) on the same episodes.
+episodes, errored episodes, pass@k, and the stage-to-stage tests. Every stage is evaluated on the same
+tasks, so comparisons are paired: greedy against greedy with McNemar's test (one outcome per task),
+sampled against sampled with a Wilcoxon signed-rank test over tasks (samples of a task are correlated),
+with the tasks won and lost by family. No two-proportion test is run on these correlated samples.
 
 Errored episodes are counted and left out of every denominator. The headline rate of a stage is its
 greedy pass@1 when the eval ran a greedy pass, else its sampled successes / scored episodes.
@@ -13,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.eval.records import RunRecords, load_run
-from toolgym.eval.stage_flips import flips_between
-from toolgym.eval.stats import Rate, two_proportion_test
+from toolgym.eval.stage_flips import flips_between, only_split
+from toolgym.eval.stats import Comparison, Rate
 from toolgym.eval.summary import EvalSummary, summarize
+from toolgym.eval.traces import diff_runs
 
 COMPARISONS = (("untrained", "sft"), ("random_init", "sft"), ("sft", "rft"), ("rft", "grpo"), ("sft", "grpo"), ("untrained", "grpo"))
 SPLITS = ("heldout_tasks", "heldout_env")
@@ -54,12 +57,38 @@ def sampled(numbers: dict[str, Any]) -> Rate | None:
     return Rate(int(numbers["successes"]), int(numbers["scored"]))
 
 
-def _test_fields(a: Rate, b: Rate) -> dict[str, Any]:
-    test = two_proportion_test(a, b)
+def _rate_fields(a: Rate, b: Rate) -> dict[str, Any]:
     return {"from_rate": f"{a.successes}/{a.total}", "to_rate": f"{b.successes}/{b.total}",
-            "difference_pp": round(100 * test.difference, 3),
-            "ci95_pp": [round(100 * test.interval[0], 3), round(100 * test.interval[1], 3)],
-            "p_value": test.p_value, "test": test.test}
+            "difference_pp": round(100 * (b.value - a.value), 3)}
+
+
+def _paired_fields(test: Comparison | None) -> dict[str, Any]:
+    """The paired test's fields; without paired episodes there is no test (never an unpaired one)."""
+    if test is None:
+        return {"p_value": None, "test": "none: no paired episodes"}
+    return {"p_value": test.p_value, "test": test.test, "paired_episodes": test.a.total,
+            "paired_difference_pp": round(100 * test.difference, 3),
+            "ci95_pp": [round(100 * max(-1.0, test.interval[0]), 3), round(100 * min(1.0, test.interval[1]), 3)]}
+
+
+PairedKey = tuple[str, str, str, str]  # (from stage, to stage, split, measure)
+
+
+def paired_tests(runs: dict[str, RunRecords]) -> dict[PairedKey, Comparison]:
+    """Per comparison, split and measure (greedy, sampled): the paired test over the episodes both stages scored."""
+    found: dict[PairedKey, Comparison] = {}
+    for before, after in COMPARISONS:
+        if before not in runs or after not in runs:
+            continue
+        for split in SPLITS:
+            a, b = only_split(runs[before], split), only_split(runs[after], split)
+            for measure, records in (("greedy", (a.greedy, b.greedy)), ("sampled", (a.sampled, b.sampled))):
+                if not (records[0] and records[1]):
+                    continue
+                test = diff_runs(a, b, greedy=measure == "greedy").paired_test
+                if test is not None:
+                    found[(before, after, split, measure)] = test
+    return found
 
 
 def load_stage_runs(eval_dirs: dict[str, Path]) -> dict[str, RunRecords]:
@@ -101,8 +130,10 @@ def task_flips(runs: dict[str, RunRecords]) -> dict[FlipKey, dict[str, Any]]:
     return found
 
 
-def comparisons(results: dict[str, dict[str, Any]], flips: dict[FlipKey, dict[str, Any]] | None = None
-                ) -> list[dict[str, Any]]:
+def comparisons(results: dict[str, dict[str, Any]], flips: dict[FlipKey, dict[str, Any]] | None = None,
+                paired: dict[PairedKey, Comparison] | None = None) -> list[dict[str, Any]]:
+    """Each comparison on the headline measure (and on the sampled trials beside a greedy headline), with
+    its paired test where both stages' episodes are given."""
     found = []
     for before, after in COMPARISONS:
         for split in SPLITS:
@@ -112,20 +143,39 @@ def comparisons(results: dict[str, dict[str, Any]], flips: dict[FlipKey, dict[st
             rate_a, rate_b = headline(a), headline(b)
             if not rate_a.total or not rate_b.total:
                 continue
-            found.append({"from": before, "to": after, "split": split,
-                          "measure": "greedy" if "greedy" in a else "sampled", **_test_fields(rate_a, rate_b),
+            measure = "greedy" if "greedy" in a else "sampled"
+            found.append({"from": before, "to": after, "split": split, "measure": measure,
+                          **_rate_fields(rate_a, rate_b),
+                          **_paired_fields((paired or {}).get((before, after, split, measure))),
                           **(flips or {}).get((before, after, split), {})})
             sampled_a, sampled_b = sampled(a), sampled(b)
-            if "greedy" in a and sampled_a is not None and sampled_b is not None:  # the sampled trials beside it
+            if measure == "greedy" and sampled_a is not None and sampled_b is not None:  # the trials beside it
                 found.append({"from": before, "to": after, "split": split, "measure": "sampled",
-                              **_test_fields(sampled_a, sampled_b)})
+                              **_rate_fields(sampled_a, sampled_b),
+                              **_paired_fields((paired or {}).get((before, after, split, "sampled")))})
     return found
 
 
+def _gain(verdict: dict[str, Any], name: str, a: dict[str, Any], b: dict[str, Any], gain_points: float,
+          test: Comparison | None) -> None:
+    """`name`_gain_points, its paired p-value and whether it meets the promised gain, on the headline rates."""
+    rate_a, rate_b = headline(a), headline(b)
+    if not (rate_a.total and rate_b.total):
+        return
+    gain = 100 * (rate_b.value - rate_a.value)
+    verdict[f"{name}_gain_points"] = round(gain, 3)
+    verdict[f"{name}_gain_paired_p_value"] = test.p_value if test is not None else None
+    verdict[f"{name}_meets_gain"] = gain >= gain_points
+
+
 def acceptance(results: dict[str, dict[str, Any]], split: str, sft_min: float, gain_points: float,
-               flips: dict[FlipKey, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The quickstart's promise, evaluated (reported, not enforced); with `flips`, GRPO's tasks won and lost."""
-    sft, grpo, untrained, control = (results.get(s, {}).get(split) for s in ("sft", "grpo", "untrained", "random_init"))
+               flips: dict[FlipKey, dict[str, Any]] | None = None,
+               paired: dict[PairedKey, Comparison] | None = None) -> dict[str, Any]:
+    """The quickstart's promise, evaluated (reported, not enforced): SFT's rate, and each later stage's gain
+    (RFT over SFT, GRPO over RFT and over SFT) with its paired test; with `flips`, GRPO's tasks won and lost."""
+    paired = paired or {}
+    sft, rft, grpo, untrained, control = (results.get(s, {}).get(split)
+                                          for s in ("sft", "rft", "grpo", "untrained", "random_init"))
     verdict: dict[str, Any] = {"split": split, "sft_min_pass_rate": sft_min, "grpo_min_gain_points": gain_points}
     if untrained is not None:
         verdict["untrained"] = str(headline(untrained))
@@ -135,24 +185,25 @@ def acceptance(results: dict[str, dict[str, Any]], split: str, sft_min: float, g
         rate = headline(sft)
         verdict["sft"] = str(rate)
         verdict["sft_meets_min"] = bool(rate.total and rate.value >= sft_min)
+    if rft is not None:
+        verdict["rft"] = str(headline(rft))
+    if grpo is not None:
+        verdict["grpo"] = str(headline(grpo))
+    measure = "greedy" if sft is not None and "greedy" in sft else "sampled"
+    for name, before, after, a, b in (("rft", "sft", "rft", sft, rft), ("grpo_over_rft", "rft", "grpo", rft, grpo),
+                                      ("grpo", "sft", "grpo", sft, grpo)):
+        if a is not None and b is not None:
+            _gain(verdict, name, a, b, gain_points, paired.get((before, after, split, measure)))
     if sft is not None and grpo is not None:
-        a, b = headline(sft), headline(grpo)
-        verdict["grpo"] = str(b)
-        if a.total and b.total:
-            test = two_proportion_test(a, b)
-            verdict["grpo_gain_points"] = round(100 * test.difference, 3)
-            verdict["grpo_gain_p_value"] = test.p_value
-            verdict["grpo_meets_gain"] = 100 * test.difference >= gain_points
         sampled_sft, sampled_grpo = sampled(sft), sampled(grpo)
         if sampled_sft is not None and sampled_grpo is not None and "greedy" in sft:  # what GRPO optimises
-            test = two_proportion_test(sampled_sft, sampled_grpo)
             verdict["sft_sampled"], verdict["grpo_sampled"] = str(sampled_sft), str(sampled_grpo)
-            verdict["grpo_sampled_gain_points"] = round(100 * test.difference, 3)
-            verdict["grpo_sampled_gain_p_value"] = test.p_value
-        paired = (flips or {}).get(("sft", "grpo", split))
-        if paired is not None:
-            verdict["grpo_tasks_won"], verdict["grpo_tasks_lost"] = paired["tasks_won"], paired["tasks_lost"]
-            verdict["grpo_gain_paired_p_value"] = paired["paired_p_value"]
+            verdict["grpo_sampled_gain_points"] = round(100 * (sampled_grpo.value - sampled_sft.value), 3)
+            test = paired.get(("sft", "grpo", split, "sampled"))
+            verdict["grpo_sampled_gain_paired_p_value"] = test.p_value if test is not None else None
+        flipped = (flips or {}).get(("sft", "grpo", split))
+        if flipped is not None:
+            verdict["grpo_tasks_won"], verdict["grpo_tasks_lost"] = flipped["tasks_won"], flipped["tasks_lost"]
     return verdict
 
 
