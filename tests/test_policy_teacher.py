@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
+import json
+from pathlib import Path
 
 import pytest
 
@@ -146,3 +148,29 @@ def test_rates_config_validates() -> None:
     assert TeacherMistakes(rates={"premature_done": 0.3}).rates["premature_done"] == 0.3
     with pytest.raises(ValueError):
         TeacherMistakes.model_validate({"rates": {"nonsense": 0.1}})
+
+
+def test_the_teacher_pass_rate_and_mistake_mix_reach_the_summary_and_report(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from toolgym.cli.main import app
+    from toolgym.eval.report import build_report
+    from toolgym.pipeline.summary import teacher_numbers
+    from toolgym.schema.jsonl import write_jsonl
+
+    write_jsonl(tmp_path / "tasks.jsonl", list(_family("code_host", "close_with_comment")[:8]))
+    run = tmp_path / "teacher" / "rollout"
+    result = CliRunner().invoke(app, ["rollout", "--tasks", str(tmp_path / "tasks.jsonl"), "--policy",
+                                      "imperfect:premature_done=0.5,seed=1", "--samples-per-task", "2",
+                                      "--out", str(run), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    numbers = teacher_numbers(run / "results.jsonl")
+    assert numbers is not None and numbers["scored"] == 16
+    mix = numbers["mistakes"]
+    assert set(mix) == {"none", "premature_done"} and mix["none"]["episodes"] + mix["premature_done"]["episodes"] == 16
+    assert mix["premature_done"]["successes"] == 0 and mix["none"]["successes"] == mix["none"]["episodes"]
+    assert numbers["successes"] == mix["none"]["episodes"]
+    (tmp_path / "summary.json").write_text(json.dumps({"teacher": numbers}))
+    cards = {label: (value, sub) for label, value, sub in build_report(tmp_path).cards}
+    value, sub = cards["Teacher · passes"]
+    assert value == f"{numbers['successes']}/16" and f"premature_done {mix['premature_done']['episodes']}" in sub

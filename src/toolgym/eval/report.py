@@ -97,6 +97,7 @@ class Report:
     episodes: list[dict[str, Any]] = field(default_factory=list)
     episode_ids: dict[tuple[str, str], str] = field(default_factory=dict)  # (run, path:line) → viewer id
     meta: dict[str, str] = field(default_factory=dict)
+    teacher: dict[str, Any] | None = None  # summary.json's teacher numbers (pass rate, mistake mix)
 
     def chart(self, section: Section, stem: str, svg: str, caption: str) -> None:
         stem = re.sub(r"[^a-z0-9_-]+", "-", stem.lower()).strip("-")
@@ -141,6 +142,7 @@ def build_report(run_dir: str | Path, options: ReportOptions | None = None) -> R
     manifest = read_json(root / "manifest.json")
     summary_json = read_json(root / "summary.json")
     report = Report(title=options.title or f"Run {root.resolve().name}", run_dir=root)
+    report.teacher = summary_json.get("teacher") if isinstance(summary_json, dict) else None
     report.meta = {
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "run folder": str(root),
@@ -202,6 +204,11 @@ def _overview_cards(report: Report, ordered: list[str], summaries: dict[str, Eva
         value = f"{rate.successes}/{rate.total}" if rate.total else "n/a"
         sub = f"{100 * rate.value:.1f}% · 95% CI {100 * low:.1f}–{100 * high:.1f}% · {ordered[-1]}" if rate.total else ""
         report.cards.append((f"{SPLIT_TITLES[split].split(' (')[0]} · passes", value, sub))
+    teacher = report.teacher
+    if teacher and teacher.get("scored"):
+        mix = ", ".join(f"{kind} {n['episodes']}" for kind, n in teacher.get("mistakes", {}).items())
+        report.cards.append(("Teacher · passes", f"{teacher['successes']}/{teacher['scored']}",
+                             f"{100 * teacher['successes'] / teacher['scored']:.1f}% · mistakes: {mix}"))
     episodes = sum(len(r.all) for r in runs.values())
     records = [r for run in runs.values() for r in run.all]
     errored = sum(r.errored for r in records)

@@ -207,6 +207,24 @@ def acceptance(results: dict[str, dict[str, Any]], split: str, sft_min: float, g
     return verdict
 
 
+def teacher_numbers(results: Path) -> dict[str, Any] | None:
+    """The teacher's own pass rate and, for an imperfect teacher, its mistakes: what SFT imitated."""
+    if not results.is_file():
+        return None
+    run = load_run(results.parent, name="teacher")
+    scored = [r for r in run.all if not r.errored]
+    mistakes: dict[str, dict[str, int]] = {}
+    for record in scored:
+        kind = (record.row.get("episode") or {}).get("teacher_mistake") or "none"
+        entry = mistakes.setdefault(kind, {"episodes": 0, "successes": 0})
+        entry["episodes"] += 1
+        entry["successes"] += int(record.passed)
+    successes = sum(r.passed for r in scored)
+    return {"episodes": len(run.all), "scored": len(scored), "errored": len(run.all) - len(scored),
+            "successes": successes, "pass_rate": successes / len(scored) if scored else None,
+            "mistakes": dict(sorted(mistakes.items()))}
+
+
 def write_if_changed(path: Path, data: dict[str, Any]) -> bool:
     """Write JSON only when its content changed (a re-run that did nothing leaves files, and mtimes, alone)."""
     text = json.dumps(data, indent=2, sort_keys=True, default=str, allow_nan=False) + "\n"
