@@ -26,6 +26,7 @@ from toolgym.pipeline.summary import (
     paired_tests,
     stage_results,
     task_flips,
+    teacher_numbers,
     write_if_changed,
 )
 
@@ -97,6 +98,7 @@ def build_summary(ctx: stages.Context, records: dict[str, dict[str, Any]]) -> di
         "measure": "greedy pass@1 where the eval ran a greedy pass, else sampled successes / scored episodes",
         "results": results,
         "comparisons": comparisons(results, flips, paired),
+        "teacher": teacher_numbers(ctx.stage_dir("teacher") / "rollout" / "results.jsonl"),
         "acceptance": acceptance(results, config.acceptance.split, config.acceptance.sft_min_pass_rate,
                                  config.acceptance.grpo_min_gain_points, flips, paired),
     }
