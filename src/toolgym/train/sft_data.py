@@ -226,8 +226,8 @@ def row_samples(row: dict[str, Any], renderer: Renderer, *, render_mode: RenderM
         raise SFTDataError(
             f"the model uses the compact prompt style (tools are listed in the system prompt, not rendered by "
             f"the template) but this row's system prompt does not list {', '.join(missing[:5])}"
-            f"{' …' if len(missing) > 5 else ''}; roll the teacher out with the model's prompt style "
-            "(Renderer(prompt_style='compact'))"
+            f"{' …' if len(missing) > 5 else ''}; roll the teacher out in the model's prompt style: "
+            "`toolgym rollout --policy oracle --prompt-style compact ...`"
         )
     return messages_to_samples(renderer, messages, specs, render_mode=render_mode), "rendered"
 
