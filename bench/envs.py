@@ -1,6 +1,6 @@
 """Environment speed: reset (fresh copy of the seed) and read-tool calls, per app, against targets.
 
-    python bench/envs.py [--apps booking,forum] [--resets 300] [--calls 400] [--module toy_app]
+    python bench/envs.py [--apps booking,forum] [--resets 300] [--calls 400] [--module toolgym.envs.examples.toy]
 
 Reset is compared with a same-run baseline — copying the seed with sqlite3 `backup()` into a new
 connection — and reported as a ratio. Read calls are the reference-solution calls of each app's

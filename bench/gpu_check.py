@@ -571,7 +571,7 @@ def part_memfit(check: Check) -> dict[str, Any]:
     from toolgym.train.batching import collate
     from toolgym.train.loss import nll_sum
     from toolgym.train.optim import build_optimizer
-    from toolgym.train.runtime import LoraSettings, apply_lora
+    from toolgym.train.runtime import Lora, apply_lora
 
     shape, metrics = check.shape, check.part_metrics()
     reset_peak(check.cuda)
@@ -584,7 +584,7 @@ def part_memfit(check: Check) -> dict[str, Any]:
     # As toolgym's load_model does for --gradient-checkpointing with LoRA.
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.enable_input_require_grads()
-    model = apply_lora(model, LoraSettings())
+    model = apply_lora(model, Lora(enabled=True))
     model.train()
     metrics["trainable_params_m"] = round(sum(p.numel() for p in model.parameters() if p.requires_grad) / 1e6, 1)
     optimizer = build_optimizer(model, 1e-4)

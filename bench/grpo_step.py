@@ -61,9 +61,8 @@ class Suite:
 
 @functools.cache
 def _notes_app() -> Any:
-    """The SDK tests' notes app without its deliberately crashing tool."""
-    sys.path.insert(0, str(TESTS))
-    from toy_app import ToyApp, add_note, complete_note, list_my_notes
+    """The example notes app (toolgym.envs.examples.toy) without its deliberately crashing tool."""
+    from toolgym.envs.examples.toy import ToyApp, add_note, complete_note, list_my_notes
 
     class NotesApp(ToyApp):
         tools = [list_my_notes, add_note, complete_note]

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.envs import Environment
+from toolgym.envs.examples.toy import APP as TOY_APP
 from toolgym.model.tiny import build_tokenizer, chat_template
 from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError
 from toolgym.schema import Message, RowExists, Task, ToolCall, UserScenario
-from toy_app import APP as TOY_APP
 
 # The real Qwen3 template, copied into the repo from the project's shared fixtures.
 QWEN3_TEMPLATE = Path(__file__).resolve().parent / "fixtures/chat_templates/qwen3-hybrid-thinking.jinja"

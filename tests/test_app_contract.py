@@ -1,10 +1,15 @@
-"""The contract every registered app must keep: seed and schema, documented tools that never crash, a short
-policy, task families over every shape whose tasks replay, are deterministic, well formed and graded so that
-wrong work loses credit. App-specific rules and hand-computed scores live in tests/test_app_<name>.py."""
+"""The contract every registered app must keep: the package layout and the kit used once, seed and schema,
+documented tools that never crash, a short policy, task families over every shape whose tasks replay, are
+deterministic, well formed and graded so that wrong work loses credit. App-specific rules and hand-computed
+scores live in tests/test_app_<name>.py."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import json
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -21,7 +26,7 @@ from app_helpers import (
 )
 from toolgym.dataset.build import BuildConfig, generate_app_tasks
 from toolgym.dataset.replay import replay_task, user_tools
-from toolgym.envs import Environment, app_names, get_app, make_env
+from toolgym.envs import Environment, app_names, get_app, kit, make_env
 from toolgym.envs.database import user_tables
 from toolgym.envs.people import person, population
 from toolgym.schema import AnswerContains, DiffOnly, ToolNotCalled
@@ -31,8 +36,49 @@ APPS = app_names()
 POPULATION_SUBSET = {"forum"}  # apps whose users are only some of the shared people
 PROMPTS_SHARED_ACROSS_FAMILIES = {"booking"}  # e.g. a hotel_facts prompt that another lookup family also draws
 APPS_DIR = Path(__file__).parents[1] / "src/toolgym/envs/apps"
+REQUIRED_FILES = {"__init__.py", "schema.py", "data.py", "tools.py", "tasks.py", "policy.md"}
+OPTIONAL_MODULE = re.compile(r"^(content|rules|task_common|tool_common|user_actions|tasks_[a-z]+|tools_[a-z]+)\.py$")
+DATA_MODULES = {"content.py"}  # word lists and corpora: as long as the data they hold
+MAX_MODULE_LINES = 500
+# kit helpers under the names apps once gave their private copies
+KIT_SYNONYMS = {"gold_call", "long_date", "unique_top", "unique_latest", "pick_today", "random_today", "any_today",
+                "next_rowid", "dollars", "article", "no_change", "stars_words", "day_between"}
 
 pytestmark = pytest.mark.parametrize("name", APPS)
+
+
+# ---------------------------------------------------------------- layout: one convention, the kit used once
+
+
+def test_package_follows_the_layout(name: str) -> None:
+    """The files docs/adding-an-app.md names, and no module longer than MAX_MODULE_LINES but data."""
+    files = {p.name for p in (APPS_DIR / name).iterdir() if p.is_file()}
+    assert files >= REQUIRED_FILES
+    assert sorted(f for f in files - REQUIRED_FILES if not OPTIONAL_MODULE.match(f)) == []
+    for source in (APPS_DIR / name).glob("*.py"):
+        if source.name not in DATA_MODULES:
+            assert len(source.read_text(encoding="utf-8").splitlines()) <= MAX_MODULE_LINES, source.name
+
+
+def test_app_is_packaged_and_its_families_are_plain_generators(name: str) -> None:
+    """One family style: FAMILIES in tasks.py lists `generate(rng, world)` functions of the app's tasks*.py
+    (written out, or built from a table of specs), never generators bound to an app instance."""
+    app = get_app(name)
+    assert isinstance(app, kit.PackagedApp)
+    assert app.task_families() == list(importlib.import_module(f"toolgym.envs.apps.{name}.tasks").FAMILIES)
+    for family in app.task_families():
+        generate = family.generate
+        assert generate.__module__.startswith(f"toolgym.envs.apps.{name}.tasks"), family.name
+        assert list(inspect.signature(generate).parameters) == ["rng", "world"], family.name
+
+
+def test_no_module_defines_its_own_copy_of_a_kit_helper(name: str) -> None:
+    """Shared helpers live once, in toolgym.envs.kit: no app function or class is named like one."""
+    reserved = set(kit.__all__) | KIT_SYNONYMS
+    for source in sorted((APPS_DIR / name).glob("*.py")):
+        defined = {node.name for node in ast.walk(ast.parse(source.read_text(encoding="utf-8")))
+                   if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+        assert sorted(d for d in defined if d.lstrip("_") in reserved) == [], source.name
 
 
 # ---------------------------------------------------------------- schema and seed

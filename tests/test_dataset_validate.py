@@ -13,15 +13,15 @@ from typer.testing import CliRunner
 from toolgym.cli.main import app
 from toolgym.dataset.validate import TeacherConfig, validate_dataset, write_validation
 from toolgym.envs import registry
+from toolgym.envs.examples.toy import APP
 from toolgym.schema import DiffOnly, ExpectedChange, FieldEquals, RowExists, Task, ToolCall
 from toolgym.schema.jsonl import dumps
-from toy_app import APP
 
 
 @pytest.fixture(autouse=True)
 def toy_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make `make_env("toy")` work here and in forked pool workers."""
-    monkeypatch.setitem(registry.APP_MODULES, "toy", "toy_app")
+    monkeypatch.setitem(registry.APP_MODULES, "toy", "toolgym.envs.examples.toy")
     monkeypatch.setitem(registry._loaded, "toy", APP)
 
 

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from toolgym.envs import EnvError, Environment, ToolContext, ToolError, resolve_date, tool
-from toy_app import APP, ToyApp
+from toolgym.envs.examples.toy import APP, ToyApp
 
 
 def fresh(user: str | None = "ana", today: str = "2026-06-15") -> Environment:

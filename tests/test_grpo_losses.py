@@ -9,6 +9,7 @@ import random
 import pytest
 import torch
 
+from toolgym.config.grpo import GRPOSettings
 from toolgym.policy.base import SamplingParams
 from toolgym.policy.sampling import RowSampler, RowState
 from toolgym.schema import CheckResult, Episode, TrainingSample, Verdict
@@ -25,7 +26,6 @@ from toolgym.train.grpo.losses import (
 )
 from toolgym.train.grpo.update import (
     TrainItem,
-    UpdateSettings,
     _aligned,
     _token_logprobs,
     sequence_ratios,
@@ -286,7 +286,7 @@ def test_gspo_episode_ratios_do_not_depend_on_how_micro_batches_split_an_episode
     from test_rollout_support import tiny_model_dir
 
     model = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir()), local_files_only=True).eval()
-    settings = UpdateSettings()
+    settings = GRPOSettings()
     samples = [_sample([5, 6, 7, 8], [0, 1, 1, 1], [0.0] * 4), _sample([9, 10, 11], [0, 0, 1], [0.0] * 3),
                _sample([12, 13, 14, 15, 16], [0, 1, 0, 1, 1], [0.0] * 5)]
     items = [TrainItem(samples[0], 1.0, 0.0, 0), TrainItem(samples[1], 1.0, 0.0, 0), TrainItem(samples[2], -1.0, 0.0, 1)]
@@ -338,7 +338,7 @@ def test_kl_on_quiet_groups_pulls_a_drifted_policy_back_to_the_reference() -> No
 
     from test_rollout_support import tiny_model_dir
     from toolgym.train.grpo.losses import cross_entropy_logprobs, kl_k3
-    from toolgym.train.grpo.update import UpdateSettings, policy_update
+    from toolgym.train.grpo.update import policy_update
     from toolgym.train.loss import supervised_logits
 
     torch.manual_seed(0)
@@ -366,7 +366,8 @@ def test_kl_on_quiet_groups_pulls_a_drifted_policy_back_to_the_reference() -> No
 
     def update(quiet: int) -> int:
         groups, _ = build_groups(episodes, lambda env: 0.0)
-        settings = UpdateSettings(kl_coef=1.0, aggregation="sequence_mean", kl_quiet_episodes=quiet, update_epochs=8)
+        settings = GRPOSettings(loss={"kl_coef": 1.0, "aggregation": "sequence_mean"},
+                                experimental={"kl_quiet_episodes": quiet}, optim={"update_epochs": 8})
         optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
         stats = policy_update(
             model, optimizer, groups, settings, pad_id=0, device="cpu", rng=random.Random(0),

@@ -231,8 +231,8 @@ def test_config_errors_name_the_file_and_field(tmp_path: Path) -> None:
     path.write_text("tasks: t\nmodel: m\nout: o\ncurriculum:\n  stratify: true\n")
     with pytest.raises(ConfigError, match=r"field curriculum.*scope to 'family'"):
         load_grpo_config(path)
-    path.write_text("tasks: t\nmodel: m\nout: o\nloss:\n  kl_quiet_episodes: 2\n")
-    with pytest.raises(ConfigError, match=r"field loss.*needs kl_coef > 0"):
+    path.write_text("tasks: t\nmodel: m\nout: o\nexperimental:\n  kl_quiet_episodes: 2\n")
+    with pytest.raises(ConfigError, match=r"experimental.kl_quiet_episodes .*needs loss.kl_coef > 0"):
         load_grpo_config(path)
     config = grpo_config_from_dict({"tasks": "t", "model": "m", "out": "o", "engine": {"name": "vllm"}})
     with pytest.raises(ConfigError, match="vllm"):

@@ -52,7 +52,7 @@ def test_tokenizer_is_deterministic() -> None:
 
 
 def test_suite_corpus_skips_a_missing_app(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(registry, "APP_MODULES", {"toy": "toy_app", "gone": "toolgym.envs.apps.not_there"})
+    monkeypatch.setattr(registry, "APP_MODULES", {"toy": "toolgym.envs.examples.toy", "gone": "toolgym.envs.apps.not_there"})
     monkeypatch.setattr(registry, "_loaded", {})
     with caplog.at_level(logging.WARNING, logger="toolgym.model.tiny"):
         corpus = list(suite_corpus(seed=1))

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib
+import inspect
 import json
 import os
 import subprocess
 import sys
 from collections import defaultdict
 from functools import cache
+from pathlib import Path
 
 import pytest
 
@@ -20,8 +24,8 @@ from toolgym.dataset.build import (
     leakage,
 )
 from toolgym.dataset.replay import replay_task
-from toolgym.envs import get_app, make_env
-from toolgym.envs.multi import composition_names, get_composition
+from toolgym.envs import get_app, kit, make_env
+from toolgym.envs.multi import COMPOSITION_MODULES, composition_names, get_composition
 from toolgym.schema import DiffOnly, FieldEquals, RowAbsent, RowExists, Task
 
 SHAPES = {"lookup", "write", "search_choose_write", "multi_step", "impossible", "context"}
@@ -48,6 +52,21 @@ def test_compositions_are_defined_with_enough_families() -> None:
         composition = get_composition(name)
         assert composition.name == name and len(composition.apps) >= 2
         assert len(composition.task_families()) >= 4, name
+
+
+def test_families_are_plain_generators_and_the_kit_is_not_copied() -> None:
+    """The apps' family style (a `generate(rng, worlds)` function per family, listed in FAMILIES), and no
+    composition module with its own copy of a kit helper."""
+    for name in composition_names():
+        module = importlib.import_module(COMPOSITION_MODULES[name])
+        assert get_composition(name).task_families() == list(module.FAMILIES)
+        for family in module.FAMILIES:
+            assert family.generate.__module__ == module.__name__, family.name
+            assert list(inspect.signature(family.generate).parameters) == ["rng", "worlds"], family.name
+    for source in sorted(Path(importlib.import_module("toolgym.envs.multi").__file__).parent.glob("*.py")):
+        defined = {node.name for node in ast.walk(ast.parse(source.read_text(encoding="utf-8")))
+                   if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+        assert sorted(defined & set(kit.__all__)) == [], source.name
 
 
 @pytest.mark.parametrize("name", composition_names())

@@ -76,7 +76,7 @@ def test_oversized_bodies_are_refused_before_they_are_read(server: PolicyServer)
         assert streamed.status == 413 and streamed.json()["error"]["code"] == "request_too_large"
     # Just under the limit, valid JSON: a prompt far past the context is refused before any model work.
     ids = ",".join(["5"] * ((DEFAULT_MAX_BODY_BYTES - 200) // 2))
-    body = f'{{"model": "m", "prompt": [{ids}], "max_tokens": 1}}'.encode()
+    body = f'{{"prompt": [{ids}], "max_tokens": 1}}'.encode()  # no "model": the served one
     assert len(body) <= DEFAULT_MAX_BODY_BYTES
     big = httpx.post(url, content=body, headers=JSON, timeout=120)
     assert _refusal(big)["code"] == "context_length_exceeded"
@@ -173,12 +173,14 @@ BAD_SAMPLING = [
     ("temperature", -1), ("temperature", 2.5), ("temperature", "hot"), ("temperature", True),
     ("top_p", 0), ("top_p", 5), ("top_p", -0.1),
     ("max_tokens", -3), ("max_tokens", 0), ("max_tokens", 10**12), ("max_tokens", CONTEXT + 1), ("max_tokens", 1.5),
-    ("n", 0), ("n", 2), ("n", "1"),
+    ("n", 0), ("n", 17), ("n", "1"),
     ("seed", "x"), ("seed", 2**70), ("seed", 1.5),
     ("stop", 5), ("stop", [""]), ("stop", ["a", 3]), ("stop", ["x"] * 33),
     ("top_k", -2), ("top_k", "k"),
     ("logprobs", -1), ("logprobs", 21),
-    ("stream", True),
+    ("stream", "yes"), ("stream_options", {"include_usage": True}),
+    ("frequency_penalty", 0.5), ("presence_penalty", -1), ("logit_bias", {"5": 10}), ("best_of", 3),
+    ("suffix", "end"), ("echo", True), ("min_p", 0.1),
 ]
 
 

@@ -44,7 +44,7 @@ def test_oracle_scores_one_on_every_validated_task(tmp_path: Path, monkeypatch: 
     """Every registered app (dual-control ones through the scripted user) and the toy app."""
     from toolgym.envs import registry
 
-    monkeypatch.setitem(registry.APP_MODULES, "toy", "toy_app")  # the oracle looks apps up by name
+    monkeypatch.setitem(registry.APP_MODULES, "toy", "toolgym.envs.examples.toy")  # the oracle looks apps up by name
     tasks = toy_tasks() + suite_tasks()
     assert len(tasks) > 20, "too few registered app tasks replay to reward 1"
     summary = _run(tasks, tmp_path, make_policy("oracle"), concurrency=4, user_simulator=ScriptedUserSimulator())

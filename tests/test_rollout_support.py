@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 
 from toolgym.envs import Environment, make_env
+from toolgym.envs.examples.toy import APP as TOY_APP
 from toolgym.model.tiny import init_tiny
 from toolgym.schema import (
     AnswerContains,
@@ -34,7 +35,6 @@ from toolgym.schema import (
     ToolCall,
     ToolCalled,
 )
-from toy_app import APP as TOY_APP
 
 ENV_VARIABLES = {"CURRENT_DATE": "2026-06-19", "LOGGED_IN_USER": "ana", "LOGGED_IN_NAME": "Ana Lee"}
 CRASHING_VERIFIER = "def validate_task(env, final_answer=None):\n    raise RuntimeError('verifier bug: no such table')\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from toolgym.envs import Environment
+from toolgym.envs.examples.toy import APP
 from toolgym.schema import (
     AnswerContains,
     AnswerEquals,
@@ -23,7 +24,6 @@ from toolgym.schema import (
     ToolNotCalled,
 )
 from toolgym.verify import evaluate_checks, verify_task
-from toy_app import APP
 
 CHECKS = [
     RowExists(table="notes", where={"owner": "ana", "title": "buy milk"}, weight=2, label="note exists"),

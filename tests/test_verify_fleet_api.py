@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from toolgym.envs import Environment
+from toolgym.envs.examples.toy import APP
 from toolgym.verify.fleet_api import DatabaseSnapshot, IgnoreConfig, SnapshotDiff, VerifierEnv
-from toy_app import APP
 
 
 @pytest.fixture

@@ -28,11 +28,11 @@ from typer.testing import CliRunner
 
 from toolgym.cli.main import app
 from toolgym.envs import Environment, registry
+from toolgym.envs.examples.toy import APP
 from toolgym.schema import Task, ToolCall
 from toolgym.schema.jsonl import dumps
 from toolgym.verify import isolation
 from toolgym.verify.sandbox import run_python_verifier
-from toy_app import APP
 
 STRONG, PROBLEM = isolation.strong_isolation()
 needs_bwrap = pytest.mark.skipif(STRONG is None, reason=f"no strong isolation on this machine: {PROBLEM}")
@@ -602,7 +602,7 @@ def test_the_seccomp_filter_is_well_formed() -> None:
 
 @pytest.fixture
 def toy_registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(registry.APP_MODULES, "toy", "toy_app")
+    monkeypatch.setitem(registry.APP_MODULES, "toy", "toolgym.envs.examples.toy")
     monkeypatch.setitem(registry._loaded, "toy", APP)
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from toolgym.envs import Environment
+from toolgym.envs.examples.toy import APP, ToyApp
 from toolgym.verify import isolation
 from toolgym.verify.sandbox import run_python_verifier, verdict_from_return
-from toy_app import APP, ToyApp
 
 
 class OtherToy(ToyApp):

@@ -6,12 +6,13 @@ import asyncio
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 
-from toolgym.policy.spec import SPEC_HELP
-from toolgym.rollout.tasks import SPLIT_CHOICES
+from toolgym.config.cli import with_config
+from toolgym.config.evaluation import EvalRunConfig, SweepConfig
 from toolgym.verify.isolation import TRUST_HELP, tasks_have_verifiers, verifier_refusal
 
 app = typer.Typer(
@@ -19,6 +20,15 @@ app = typer.Typer(
     help="Evaluate a policy: pass@k / pass^k per environment and split, trials, greedy pass@1.",
 )
 console = Console()
+# Flag names older than the config tree stay beside the fields' own: --samples, --k, --env, --timeout.
+EVAL_SHORTCUTS = ["tasks", "policy", "out", ("samples_per_task", "--samples", "--samples-per-task"), "trials",
+                  ("ks", "--k", "--ks"), "split", ("envs", "--env", "--envs"), "limit", "temperature", "top_p", "top_k",
+                  "max_new_tokens", "seed", "greedy", "concurrency", "max_turns", "max_context_tokens",
+                  ("timeout_s", "--timeout", "--timeout-s"), "done_tool", "max_format_errors", "device",
+                  "max_batch_size", "tokenizer", "prompt_style"]
+SWEEP_SHORTCUTS = ["tasks", "split", ("envs", "--env", "--envs"), "limit", ("samples_per_task", "--samples",
+                   "--samples-per-task"), "trials", ("ks", "--k", "--ks"), "temperature", "max_new_tokens", "seed",
+                   "base_model", "device", "max_turns", "concurrency"]
 
 
 def parse_ks(text: str) -> list[int]:
@@ -38,42 +48,16 @@ def _fail(message: str) -> typer.Exit:
 
 
 @app.callback(invoke_without_command=True)
+@with_config(EvalRunConfig, EVAL_SHORTCUTS)
 def evaluate(
-    ctx: typer.Context,
-    tasks: Path | None = typer.Option(None, "--tasks", help="Dataset folder (with tasks.jsonl) or a tasks.jsonl file."),
-    policy: str | None = typer.Option(None, "--policy", help=SPEC_HELP),
-    out: Path | None = typer.Option(None, "--out", help="Eval folder: trial-<t>/, greedy/, eval.json, eval.md."),
-    samples: int = typer.Option(1, "--samples", min=1, help="Samples per task in each trial (n per trial)."),
-    trials: int = typer.Option(1, "--trials", min=0, help="Independent sampled trials (each its own rollout sub-run "
-                               "and seed); 0: the greedy pass only."),
-    k: str = typer.Option("1", "--k", help="Comma-separated k values for pass@k and pass^k (needs n ≥ k)."),
-    split: str | None = typer.Option(None, "--split", help=f"One of {', '.join(SPLIT_CHOICES)} (default: every split)."),
-    env: str | None = typer.Option(None, "--env", help="Comma-separated environments to keep."),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="Keep only the first N selected tasks."),
-    temperature: float = typer.Option(1.0, "--temperature", min=0.0, help="Sampling temperature of the trials."),
-    top_p: float = typer.Option(1.0, "--top-p", min=0.0, max=1.0),
-    top_k: int = typer.Option(0, "--top-k", min=0, help="0 = off."),
-    max_new_tokens: int = typer.Option(512, "--max-new-tokens", min=1),
-    seed: int = typer.Option(0, "--seed", help="Trial t samples with seed + t - 1."),
-    greedy: bool = typer.Option(True, "--greedy/--no-greedy", help="Also run one temperature-0 sample per task."),
-    concurrency: int = typer.Option(8, "--concurrency", min=1),
-    max_turns: int = typer.Option(20, "--max-turns", min=1),
-    max_context_tokens: int = typer.Option(4096, "--max-context-tokens", min=1),
-    timeout: float = typer.Option(120.0, "--timeout", min=0.1, help="Wall clock per episode, seconds."),
-    done_tool: bool = typer.Option(False, "--done-tool"),
-    device: str = typer.Option("cpu", "--device", help="hf policies: torch device."),
-    max_batch_size: int = typer.Option(32, "--max-batch-size", min=1, help="hf policies: rows per generate call."),
-    tokenizer: Path | None = typer.Option(None, "--tokenizer", help="openai token mode: local tokenizer folder."),
-    prompt_style: str | None = typer.Option(None, "--prompt-style", help="openai chat mode: compact | full."),
+    ctx: typer.Context, config: Path | None, overrides: list[str], values: dict[str, Any],
     progress: bool = typer.Option(True, "--progress/--no-progress"),
     trust_verifiers: bool = typer.Option(False, "--trust-verifiers", help=TRUST_HELP),
 ) -> None:
     """Run T trials × N samples of every task (and a greedy pass), then print the tables."""
     if ctx.invoked_subcommand is not None:
         return
-    if tasks is None or policy is None or out is None:
-        console.print(ctx.get_help())
-        raise _fail("toolgym eval needs --tasks, --policy and --out (or a command: sweep, show, leakage)")
+    from toolgym.config import ConfigError, load_config
     from toolgym.dataset.manifest import sha256_file
     from toolgym.eval.evaluate import EvalConfig, run_eval
     from toolgym.eval.tables import summary_tables
@@ -81,33 +65,41 @@ def evaluate(
     from toolgym.rollout.runner import RolloutError
     from toolgym.rollout.tasks import load_tasks
 
+    if "ks" in values:
+        values["ks"] = sorted(set(values["ks"]))  # --k 4,1,4 reads as 1,4
     try:
-        tasks_path, selected = load_tasks(tasks, split=split, envs=[e for e in (env or "").split(",") if e] or None,
-                                          limit=limit)
-        config = EvalConfig(
-            samples_per_task=samples, trials=trials, ks=parse_ks(k), temperature=temperature, top_p=top_p,
-            top_k=top_k, max_new_tokens=max_new_tokens, seed=seed, greedy=greedy, concurrency=concurrency,
-            max_turns=max_turns, max_context_tokens=max_context_tokens, timeout_s=timeout, done_tool=done_tool,
-        )
+        settings = load_config(EvalRunConfig, config, overrides, values)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from exc
+    if settings.tasks is None or settings.policy is None or settings.out is None:
+        console.print(ctx.get_help())
+        raise _fail("toolgym eval needs --tasks, --policy and --out (or a command: sweep, show, leakage)")
+    policy, out = settings.policy, Path(settings.out)
+    eval_config = EvalConfig.model_validate(settings.model_dump(include=set(EvalConfig.model_fields)))
+    try:
+        tasks_path, selected = load_tasks(Path(settings.tasks), split=settings.split, envs=settings.envs,
+                                          limit=settings.limit)
     except (FileNotFoundError, ValueError) as exc:
         raise _fail(str(exc)) from exc
     if not selected:
-        raise _fail(f"no tasks in {tasks_path} match split={split} env={env}")
+        env = ",".join(settings.envs) if settings.envs else None
+        raise _fail(f"no tasks in {tasks_path} match split={settings.split} env={env}")
     refused = verifier_refusal(tasks_have_verifiers(selected), trust_verifiers)
     if refused:
         raise _fail(refused)
-    for warning in config.warnings():
+    for warning in eval_config.warnings():
         console.print(f"[yellow]warning:[/yellow] {warning}")
-    hf_kwargs = {"max_batch_size": max_batch_size} if policy.startswith("hf:") else {}
+    hf_kwargs = {"max_batch_size": settings.max_batch_size} if policy.startswith("hf:") else {}
+    tokenizer = Path(settings.tokenizer) if settings.tokenizer else None
 
     def policy_factory():  # type: ignore[no-untyped-def]
-        return make_policy(policy, device=device, tokenizer_dir=tokenizer, api_key=os.environ.get("OPENAI_API_KEY"),
-                           prompt_style=prompt_style, **hf_kwargs)
+        return make_policy(policy, device=settings.device, tokenizer_dir=tokenizer,
+                           api_key=os.environ.get("OPENAI_API_KEY"), prompt_style=settings.prompt_style, **hf_kwargs)
 
-    console.print(f"eval: {len(selected)} task(s) × {samples} sample(s) × {trials} trial(s)"
-                  f"{' + greedy' if greedy else ''} with {policy} → {out}")
+    console.print(f"eval: {len(selected)} task(s) × {eval_config.samples_per_task} sample(s) × "
+                  f"{eval_config.trials} trial(s){' + greedy' if eval_config.greedy else ''} with {policy} → {out}")
     try:
-        result = asyncio.run(run_eval(selected, policy_factory, out_dir=out, config=config, tasks_path=tasks_path,
+        result = asyncio.run(run_eval(selected, policy_factory, out_dir=out, config=eval_config, tasks_path=tasks_path,
                                       tasks_sha256=sha256_file(tasks_path), progress=progress, console=console))
     except (RolloutError, ValueError, FileNotFoundError) as exc:
         raise _fail(str(exc)) from exc
@@ -135,24 +127,14 @@ def show(
 
 
 @app.command("sweep")
+@with_config(SweepConfig, SWEEP_SHORTCUTS)
 def sweep_command(
+    config: Path | None, overrides: list[str], values: dict[str, Any],
     run_dir: Path = typer.Argument(..., help="A training run folder (evals/step-<N>/, checkpoint-<N>/)."),
-    k: int = typer.Option(1, "--k", min=1, help="The k of pass@k in the tables."),
-    tasks: Path | None = typer.Option(None, "--tasks", help="Evaluate checkpoints that have no eval yet on these tasks."),
-    split: str | None = typer.Option("eval", "--split", help=f"Tasks to evaluate on: {', '.join(SPLIT_CHOICES)}."),
-    limit: int | None = typer.Option(None, "--limit", min=1),
-    samples: int = typer.Option(1, "--samples", min=1),
-    trials: int = typer.Option(1, "--trials", min=1),
-    temperature: float = typer.Option(1.0, "--temperature", min=0.0),
-    max_new_tokens: int = typer.Option(512, "--max-new-tokens", min=1),
-    seed: int = typer.Option(0, "--seed"),
-    base_model: Path | None = typer.Option(None, "--base-model", help="Base of LoRA checkpoints; evaluated as step 0."),
-    device: str = typer.Option("cpu", "--device"),
-    max_turns: int = typer.Option(20, "--max-turns", min=1),
-    concurrency: int = typer.Option(8, "--concurrency", min=1),
     trust_verifiers: bool = typer.Option(False, "--trust-verifiers", help=TRUST_HELP),
 ) -> None:
     """Evaluate a run's checkpoints (or read its evals) and print Checkpoint 0 vs Best pass@k per env."""
+    from toolgym.config import ConfigError, load_config
     from toolgym.eval.evaluate import EvalConfig
     from toolgym.eval.sweep import evaluate_missing, sweep, sweep_tables
     from toolgym.eval.tables import TextTable
@@ -161,16 +143,20 @@ def sweep_command(
     if not run_dir.is_dir():
         raise _fail(f"{run_dir}: no such run folder")
     try:
-        if tasks is not None:
-            tasks_path, selected = load_tasks(tasks, split=split, limit=limit)
+        settings = load_config(SweepConfig, config, overrides, values)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from exc
+    k = settings.ks[0]
+    try:
+        if settings.tasks is not None:
+            tasks_path, selected = load_tasks(Path(settings.tasks), split=settings.split, envs=settings.envs,
+                                              limit=settings.limit)
             refused = verifier_refusal(tasks_have_verifiers(selected), trust_verifiers)
             if refused:
                 raise _fail(refused)
-            config = EvalConfig(samples_per_task=samples, trials=trials, ks=[k], temperature=temperature,
-                                max_new_tokens=max_new_tokens, seed=seed, greedy=False, max_turns=max_turns,
-                                concurrency=concurrency)
-            done = asyncio.run(evaluate_missing(run_dir, selected, config, base_model=base_model, device=device,
-                                                tasks_path=tasks_path, console=console))
+            eval_config = EvalConfig.model_validate(settings.model_dump(include=set(EvalConfig.model_fields)))
+            done = asyncio.run(evaluate_missing(run_dir, selected, eval_config, base_model=settings.base_model,
+                                                device=settings.device, tasks_path=tasks_path, console=console))
             console.print(f"sweep: evaluated {len(done)} checkpoint(s)" + (f": steps {done}" if done else ""))
         result = sweep(run_dir, k=k)
     except (FileNotFoundError, ValueError) as exc:

@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 
+from toolgym.config.cli import with_config
+from toolgym.config.pipeline import PipelineConfig
+
 console = Console()
+PIPELINE_SHORTCUTS = ["out"]
 
 
+@with_config(PipelineConfig, PIPELINE_SHORTCUTS,
+             config_argument="Pipeline config (YAML), e.g. configs/quickstart.yaml.")
 def pipeline(
-    config: Path = typer.Argument(..., help="Pipeline config (YAML), e.g. configs/quickstart.yaml."),
-    out: Path | None = typer.Option(None, "--out", help="Run folder (overrides the config's out)."),
+    config: Path, overrides: list[str], values: dict[str, Any],
     only: str | None = typer.Option(None, "--only", help="Comma-separated stages to run (the rest are left as they are)."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Build tasks → validate → teacher → SFT → RFT → GRPO → eval → report; a stage with output is skipped."""
+    from toolgym.config import ConfigError
     from toolgym.pipeline.config import STAGES, load_pipeline_config
     from toolgym.pipeline.run import PipelineError, render_summary, run_pipeline
-    from toolgym.train.grpo.config import ConfigError
 
     stages = [s for s in (only or "").split(",") if s] or None
     unknown = [s for s in stages or [] if s not in STAGES]
@@ -27,14 +33,14 @@ def pipeline(
         console.print(f"[red]error:[/red] --only: unknown stage(s) {', '.join(unknown)}; stages: {', '.join(STAGES)}")
         raise typer.Exit(2)
     try:
-        settings = load_pipeline_config(config, out=str(out) if out else None)
+        settings = load_pipeline_config(config, out=values.get("out"), overrides=overrides)
         summary = run_pipeline(settings, console=console, progress=progress, only=stages)
     except ConfigError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
     except PipelineError as exc:
         console.print(f"[red]error:[/red] {exc}")
-        summary_file = Path(str(out or "")) / "summary.json" if out else None
+        summary_file = Path(values["out"]) / "summary.json" if values.get("out") else None
         if summary_file is not None:
             console.print(f"summary so far: {summary_file}")
         raise typer.Exit(1) from exc

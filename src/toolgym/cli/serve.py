@@ -56,24 +56,36 @@ def policy(
     max_batch_size: int = typer.Option(32, "--max-batch-size", min=1),
     batch_wait_ms: float = typer.Option(10.0, "--batch-wait-ms", min=0.0),
     parser: str = typer.Option("hermes", "--parser", help="Tool-call parser for chat completions."),
+    prompt_style: str | None = typer.Option(
+        None, "--prompt-style",
+        help="How chat prompts show the tools: full | compact (default: the model folder's toolgym.json, else full).",
+    ),
     api_key: str | None = typer.Option(None, "--api-key", help=API_KEY_HELP),
     allowed_host: list[str] | None = typer.Option(None, "--allowed-host", help=ALLOWED_HOST_HELP),
     max_body_bytes: int = typer.Option(DEFAULT_MAX_BODY_BYTES, "--max-body-bytes", min=1024, help=MAX_BODY_HELP),
     log_level: str = typer.Option("warning", "--log-level"),
 ) -> None:
-    """Serve /v1/models, /v1/chat/completions and /v1/completions (token ids + logprobs), batched."""
+    """Serve /v1/models, /v1/chat/completions and /v1/completions (token ids + logprobs), batched.
+
+    Standard OpenAI clients work unchanged; docs/serving.md lists what each request parameter does.
+    """
+    from toolgym.agent.render import PROMPT_STYLES
     from toolgym.policy.server import load_served_model, serve
 
     try:
+        if prompt_style is not None and prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"--prompt-style {prompt_style!r}: use one of {', '.join(PROMPT_STYLES)}")
         key = resolve_api_key(api_key)
         served = load_served_model(
             str(checkpoint), lora=str(lora) if lora else None, model_name=model_name, parser=parser,
-            device=device, dtype=dtype, max_batch_size=max_batch_size, batch_wait_ms=batch_wait_ms,
+            prompt_style=prompt_style, device=device, dtype=dtype,  # type: ignore[arg-type]
+            max_batch_size=max_batch_size, batch_wait_ms=batch_wait_ms,
         )
     except (FileNotFoundError, ValueError, KeyError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
-    console.print(f"serving {served.model_name} ({served.policy.checkpoint}) on http://{host}:{port}/v1"
+    console.print(f"serving {served.model_name} ({served.policy.checkpoint}, {served.renderer.prompt_style} prompts) "
+                  f"on http://{host}:{port}/v1"
                   + (" (API key required)" if key else ""))
     _warn_if_open(host, key)
     serve(served, host=host, port=port, log_level=log_level, api_key=key, max_body_bytes=max_body_bytes,

@@ -14,6 +14,10 @@ dropping its ids from the token samples' loss mask: the model keeps the turn and
 context (it learns to recover) but is never trained to write a malformed call. With
 `train_malformed_turns=True` those turns are trained like any other. The last turn of an episode
 stopped by the token budget (`max_tokens` / `context`) is cut off mid-turn and is not trained either.
+
+Each row says the `prompt_style` its conversation was rendered in and the `chat_template_kwargs` that make
+another trainer's `apply_chat_template` produce toolgym's tokens (TRL's SFTTrainer reads them per row):
+compact style lists the tools in the system prompt, so the template must not render them again (`tools: null`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from toolgym.agent.render import CALL_FORMAT, PromptStyle
 from toolgym.agent.samples import build_samples
 from toolgym.data.rows import WEIGHT_FIELD, ResultsRow, canonical_json, is_format_feedback, iter_lines
 from toolgym.data.validate import Problem, RowChecker, check_messages
@@ -161,6 +166,33 @@ def _provenance(row: dict[str, Any], parsed: ResultsRow, source: str, line: int)
     return out
 
 
+def rendered_prompt_style(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                          info: dict[str, Any] | None = None) -> PromptStyle:
+    """The prompt style a conversation was rendered in (the rollout's `info.prompt_style` when it says so).
+
+    Compact writes the call format (and with no tools, a "When done, ..." line) into the system prompt;
+    full leaves both to the template. Trainers must know which, or they render the tools twice.
+    """
+    said = (info or {}).get("prompt_style")
+    if said == "compact":
+        return "compact"
+    if said == "full":
+        return "full"
+    first = messages[0] if messages else {}
+    system = first.get("content") if first.get("role") == "system" else None
+    if not isinstance(system, str):
+        return "full"
+    if tools:
+        return "compact" if CALL_FORMAT in system else "full"
+    return "compact" if any(line.startswith("When done, ") for line in system.splitlines()) else "full"
+
+
+def template_kwargs(prompt_style: PromptStyle) -> dict[str, Any]:
+    """Keyword arguments of `apply_chat_template` that reproduce toolgym's rendering of a row (thinking off;
+    compact: no tool schemas, they are already in the system prompt)."""
+    return {"tools": None, "enable_thinking": False} if prompt_style == "compact" else {"enable_thinking": False}
+
+
 def _has_calls(messages: list[dict[str, Any]]) -> bool:
     """Whether a trained assistant turn of the row calls a tool."""
     return any(m.get("role") == "assistant" and m.get(WEIGHT_FIELD, 1) != 0 and m.get("tool_calls") for m in messages)
@@ -235,6 +267,8 @@ class _Converter:
         turns = episode.token_turns
         aligned = bool(turns) and len(turns) == len(trained)
         base = _provenance(row, parsed, self.report.source, line)
+        base["prompt_style"] = rendered_prompt_style(messages, tools, parsed.info)
+        base["chat_template_kwargs"] = template_kwargs(base["prompt_style"])
         if options.row_mode == "episode":
             out: dict[str, Any] = {"messages": messages, "tools": tools, **base}
             if aligned:

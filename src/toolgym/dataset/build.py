@@ -26,6 +26,7 @@ DEFAULT_HELDOUT_ENVS = ("mail",)
 class BuildConfig:
     """What a dataset version is made of; stored in its manifest."""
 
+    __pydantic_config__ = {"extra": "forbid"}  # as the pipeline's `tasks.build:` section: unknown keys are errors
     version: str = "v0.2"
     seed: int = 7
     apps: list[str] = field(default_factory=app_names)

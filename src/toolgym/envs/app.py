@@ -13,26 +13,16 @@ from faker import Faker
 from toolgym.envs.context import EnvContext
 from toolgym.envs.database import SeedSnapshot, install_change_tracking
 from toolgym.envs.tool import Tool
-from toolgym.schema import (
-    AnswerContains,
-    Check,
-    DiffOnly,
-    ExpectedChange,
-    ToolCall,
-    ToolNotCalled,
-    UserScenario,
-)
+from toolgym.schema import Check, ToolCall, UserScenario
 
 TaskShape = Literal["lookup", "write", "search_choose_write", "multi_step", "impossible", "context"]
 
 
 @dataclass
-class ToolContext:
-    """What a tool function sees: its app's current database and the task's runtime context."""
+class _Rows:
+    """Rows as dicts from a connection: how tools read an episode's database and generators read the seed."""
 
     db: sqlite3.Connection
-    env: EnvContext
-    app: App
 
     def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[dict[str, Any]]:
         return [dict(r) for r in self.db.execute(sql, params).fetchall()]
@@ -43,17 +33,16 @@ class ToolContext:
 
 
 @dataclass
-class World:
+class ToolContext(_Rows):
+    """What a tool function sees: its app's current database and the task's runtime context."""
+
+    env: EnvContext
+    app: App
+
+
+@dataclass
+class World(_Rows):
     """A read-only view of an app's seed data, for task generators to pick entities from."""
-
-    db: sqlite3.Connection
-
-    def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.db.execute(sql, params).fetchall()]
-
-    def one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> dict[str, Any] | None:
-        row = self.db.execute(sql, params).fetchone()
-        return dict(row) if row is not None else None
 
 
 @dataclass
@@ -128,31 +117,3 @@ class App:
             if t.name == name:
                 return t
         return None
-
-
-# ---------------------------------------------------------------- check builders several apps' generators share
-
-
-def diff_only(expected: list[ExpectedChange], weight: float = 2.0) -> DiffOnly:
-    """Nothing but the `expected` changes (none at all for an empty list)."""
-    return DiffOnly(expected=expected, weight=weight, label="no other changes" if expected else "nothing changed")
-
-
-def answer_has(values: list[str], weight: float = 1.0, label: str | None = None) -> AnswerContains:
-    return AnswerContains(values=values, weight=weight, label=label or f"answer mentions {', '.join(values)}")
-
-
-def lookup_checks(values: list[str]) -> list[Check]:
-    """One answer check per fact (partial credit per fact) and no change to the data."""
-    checks: list[Check] = [answer_has([v]) for v in values]
-    checks.append(diff_only([], weight=1.0))
-    return checks
-
-
-def impossible_checks(write_tool: str) -> list[Check]:
-    """The request cannot be done: no change, no write attempted, and an 'I cannot' reply."""
-    return [
-        diff_only([], weight=2.0),
-        ToolNotCalled(name=write_tool, weight=1.0, label=f"{write_tool} not called"),
-        answer_has(["cannot"], label="reply says it cannot be done"),
-    ]

@@ -17,73 +17,26 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
+from toolgym.config.evaluation import EvalConfig
 from toolgym.dataset.manifest import write_manifest
 from toolgym.envs import Environment, make_env
 from toolgym.eval.records import GREEDY_DIR, TRIAL_PREFIX, load_run
 from toolgym.eval.summary import EvalSummary, summarize
 from toolgym.eval.tables import summary_markdown
-from toolgym.policy.base import Policy, SamplingParams
+from toolgym.policy.base import Policy
 from toolgym.rollout.runner import RolloutSummary, run_rollout, tasks_digest
 from toolgym.schema import Task
+
+__all__ = ["EvalConfig", "EvalResult", "run_eval", "summarize_eval_dir"]
 
 TRIAL_LAYOUT = "sub-run"  # trial t = OUT/trial-<t>/ (its own rollout run), not a sample-index range
 SUMMARY_JSON = "eval.json"
 SUMMARY_MD = "eval.md"
-
-
-@dataclass
-class EvalConfig:
-    """What an eval run samples; stored in its manifest."""
-
-    samples_per_task: int = 1
-    trials: int = 1
-    ks: list[int] = field(default_factory=lambda: [1])
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    max_new_tokens: int = 512
-    seed: int | None = 0
-    greedy: bool = True
-    concurrency: int = 8
-    max_turns: int = 20
-    max_context_tokens: int = 4096
-    timeout_s: float = 120.0
-    done_tool: bool = False
-
-    def __post_init__(self) -> None:
-        if self.samples_per_task < 1 or self.trials < 0:
-            raise ValueError("samples per task must be at least 1 and trials at least 0")
-        if self.trials == 0 and not self.greedy:
-            raise ValueError("trials 0 (greedy only) needs greedy: true, else nothing would be evaluated")
-        if not self.ks or min(self.ks) < 1:
-            raise ValueError(f"k values must be ≥ 1, got {self.ks}")
-
-    @property
-    def samples_in_total(self) -> int:
-        """Samples per task behind pass@k: the greedy pass alone when there are no sampled trials."""
-        return self.samples_per_task * self.trials if self.trials else 1
-
-    def trial_sampling(self, trial: int) -> SamplingParams:
-        return SamplingParams(
-            temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
-            max_new_tokens=self.max_new_tokens, seed=None if self.seed is None else self.seed + trial - 1,
-        )
-
-    def greedy_sampling(self) -> SamplingParams:
-        return SamplingParams(temperature=0.0, max_new_tokens=self.max_new_tokens, seed=self.seed)
-
-    def warnings(self) -> list[str]:
-        """k values no task can reach: said up front rather than estimated."""
-        return [
-            f"pass@{k} needs n ≥ {k} samples per task but this eval draws {self.samples_in_total} "
-            f"({self.samples_per_task} × {self.trials} trials): it will be reported as n/a"
-            for k in self.ks if k > self.samples_in_total
-        ]
 
 
 @dataclass
@@ -120,7 +73,7 @@ async def run_eval(
     common = {
         "concurrency": config.concurrency, "max_turns": config.max_turns,
         "max_context_tokens": config.max_context_tokens, "timeout_s": config.timeout_s,
-        "done_tool": config.done_tool, "env_factory": env_factory, "tasks_sha256": digest,
+        "done_tool": config.done_tool, "max_format_errors": config.max_format_errors, "env_factory": env_factory, "tasks_sha256": digest,
         "tasks_path": tasks_path, "progress": progress, "console": console,
     }
     try:
@@ -147,7 +100,7 @@ async def run_eval(
     write_manifest(
         out, "eval",
         policy=policy_name, checkpoint=checkpoint, weights=weights, tasks_path=str(tasks_path) if tasks_path else None,
-        tasks_sha256=digest, task_count=len(tasks), config=asdict(config),
+        tasks_sha256=digest, task_count=len(tasks), config=config.model_dump(mode="json"),
         trial_layout=TRIAL_LAYOUT,
         trials=[{"trial": t, "dir": f"{TRIAL_PREFIX}{t}", "seed": config.trial_sampling(t).seed,
                  "sample_indexes": [0, config.samples_per_task - 1]} for t in range(1, config.trials + 1)],

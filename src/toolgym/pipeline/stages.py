@@ -20,7 +20,7 @@ import asyncio
 import hashlib
 import os
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -160,10 +160,10 @@ def _capped(tasks: list[Task], limit: int | None, seed: int, label: str) -> list
 
 
 def run_tasks(ctx: Context) -> dict[str, Any]:
-    from toolgym.dataset.build import BuildConfig, build_tasks, leakage
+    from toolgym.dataset.build import build_tasks, leakage
 
     settings = ctx.config.tasks
-    build = BuildConfig(**settings.build)
+    build = settings.build
     tasks = [t for t in build_tasks(build) if _family_kept(t, settings.families)]
     if settings.families:
         present = {t.family for t in tasks} | {f"{t.env}/{t.family}" for t in tasks}
@@ -301,10 +301,11 @@ def run_sft_stage(ctx: Context) -> dict[str, Any]:
     from toolgym.train.sft import SFTConfig, run_sft
 
     base = ctx.base_model()
-    config = SFTConfig(data=str(ctx.teacher_rows), model=str(full_model(base, "sft", "model.path")),
-                       out=str(ctx.stage_dir("sft")), seed=ctx.config.seed, threads=ctx.config.threads,
-                       device=ctx.config.model.device)
-    config = replace(config, **ctx.config.sft)
+    config = SFTConfig.model_validate({
+        "seed": ctx.config.seed, "threads": ctx.config.threads, "device": ctx.config.model.device,
+        **ctx.config.sft.model_dump(exclude_unset=True),
+        "data": str(ctx.teacher_rows), "model": str(full_model(base, "sft", "model.path")),
+        "out": str(ctx.stage_dir("sft"))})
     result = run_sft(config, console=ctx.console, progress=ctx.progress)
     return {"steps": result.steps, "first_loss": result.first_loss, "last_loss": result.last_loss,
             "train_samples": result.train_samples, "final": result.final_dir}
@@ -322,9 +323,10 @@ def run_random_init_stage(ctx: Context) -> dict[str, Any]:
     base = full_model(ctx.base_model(), "random_init", "model.path")
     folder = ctx.stage_dir("random_init")
     weights = random_init_like(base, folder / "model", seed=ctx.config.random_init.seed)
-    config = SFTConfig(data=str(ctx.teacher_rows), model=str(weights), out=str(folder / "sft"), seed=ctx.config.seed,
-                       threads=ctx.config.threads, device=ctx.config.model.device)
-    config = replace(config, **ctx.config.sft)
+    config = SFTConfig.model_validate({
+        "seed": ctx.config.seed, "threads": ctx.config.threads, "device": ctx.config.model.device,
+        **ctx.config.sft.model_dump(exclude_unset=True),
+        "data": str(ctx.teacher_rows), "model": str(weights), "out": str(folder / "sft")})
     result = run_sft(config, console=ctx.console, progress=ctx.progress)
     return {"steps": result.steps, "first_loss": result.first_loss, "last_loss": result.last_loss,
             "init_seed": ctx.config.random_init.seed, "final": result.final_dir}
@@ -335,15 +337,18 @@ def rft_done(ctx: Context) -> bool:
 
 
 def run_rft_stage(ctx: Context) -> dict[str, Any]:
+    from toolgym.config.base import deep_merge
     from toolgym.train.rft import RFTConfig, RFTError, run_rft
 
-    settings = dict(ctx.config.rft.settings)
-    sft_settings = {"threads": ctx.config.threads, **ctx.config.sft, **settings.pop("sft", {})}
+    settings = ctx.config.rft.settings.model_dump(exclude_unset=True)
+    threads = {"threads": ctx.config.threads} if ctx.config.threads is not None else {}
+    sft_settings = deep_merge(threads, ctx.config.sft.model_dump(exclude_unset=True), settings.pop("sft", {}))
     model = full_model(ctx.sft_model(), "rft", "sft.merge")
-    config = RFTConfig(tasks=str(rl_tasks_file(ctx)), model=str(model), out=str(ctx.stage_dir("rft")), seed=ctx.config.seed,
-                       device=ctx.config.model.device, sft={k: v for k, v in sft_settings.items() if v is not None},
-                       replay=str(ctx.teacher_rows))  # used when rft.settings.replay_ratio > 0
-    config = replace(config, **settings)
+    config = RFTConfig.model_validate({
+        "seed": ctx.config.seed, "device": ctx.config.model.device,
+        "replay": str(ctx.teacher_rows),  # used when rft.settings.replay_ratio > 0
+        **settings, "sft": sft_settings,
+        "tasks": str(rl_tasks_file(ctx)), "model": str(model), "out": str(ctx.stage_dir("rft"))})
     try:
         result = run_rft(config, console=ctx.console, progress=ctx.progress)
     except RFTError as exc:
@@ -415,7 +420,7 @@ def run_eval_stage(ctx: Context) -> dict[str, Any]:
             evaluated[stage] = "exists"
             continue
         ctx.say(f"eval {stage}: {ref.model_dir}" + (f" + LoRA {ref.adapter}" if ref.adapter else ""))
-        eval_config = EvalConfig(**{"seed": ctx.config.seed, **ctx.config.eval.for_stage(stage)})
+        eval_config = EvalConfig.model_validate({"seed": ctx.config.seed, **ctx.config.eval.for_stage(stage)})
 
         def policy(ref: ModelRef = ref) -> HFPolicy:
             return HFPolicy(ref.model_dir, device=ctx.config.model.device, lora=ref.adapter, seed=ctx.config.seed)

@@ -175,7 +175,7 @@ class OpenAIPolicy(Policy):
             top_p=sampling.top_p,
             stop=list(sampling.stop) or None,
             seed=sampling.seed,
-            logprobs=1,
+            logprobs=0,  # the sampled tokens' own log-probs; alternatives would cost the server a scoring pass
             extra_body=token_extra_body(sampling),
         )
         if not response.choices:

@@ -1,56 +1,67 @@
 """An OpenAI-compatible server for a local checkpoint (+ LoRA), backed by the batching HFPolicy.
 
-`POST /v1/chat/completions` renders messages + tools with the checkpoint's own Renderer and
-parses the output into `tool_calls` with its tool-call parser; `POST /v1/completions` takes
-token-id prompts and returns token ids + log-probs the way vLLM does (`token_ids`,
-`logprobs.tokens` as `token_id:N` when `return_tokens_as_token_ids`), so OpenAIPolicy's token
-mode runs against it unchanged. Concurrent requests share one HFPolicy, so they are batched.
+`POST /v1/chat/completions` renders messages + tools in the checkpoint's own prompt style (toolgym.json
+`prompt_style`: a compact-style model gets one-line tool signatures, so a plain client's conversation
+fits its context) and returns parsed `tool_calls`, with `n`, streaming, `tool_choice` held by
+constrained generation and chat `logprobs`/`top_logprobs` (see `toolgym.policy.server_chat`).
+`POST /v1/completions` takes text or token-id prompts, one or a batch, and returns token ids +
+log-probs the way vLLM does (`token_ids`, `logprobs.tokens` as `token_id:N` when
+`return_tokens_as_token_ids`, top-N alternatives for `logprobs=N`), so OpenAIPolicy's token mode runs
+against it unchanged. Concurrent requests (and the `n` choices of one) share one HFPolicy: one batch.
 
 Every request first passes `toolgym.http_guard` (Host/Origin, optional API key, body size limit);
 then anything wrong with it is the client's error: HTTP 400 with OpenAI's error object naming the
-field (`param`), never a 500. A 500 means the server failed, and its body carries no traceback.
+field (`param`), and a `model` the server does not serve is a 404 `model_not_found`. A field the
+server cannot honour is refused, never ignored (`toolgym.policy.server_request`; the parameter
+table is docs/serving.md). A 500 means the server failed, and its body carries no traceback.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
-import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from toolgym.agent.parse import ToolCallParser, get_parser
-from toolgym.agent.render import Renderer, load_prompt_style
+from toolgym.agent.render import PromptStyle, Renderer, load_prompt_style
 from toolgym.http_guard import DEFAULT_MAX_BODY_BYTES, GuardSettings, RequestGuard, allowed_hosts_for
 from toolgym.policy.base import Generation, GenerationRequest, PolicyError, SamplingParams
 from toolgym.policy.hf import HFPolicy
-from toolgym.schema import Message, ToolSpec
+from toolgym.policy.server_chat import (
+    ChatChoice,
+    Constraint,
+    build_reply,
+    call_id,
+    chat_logprobs,
+    constraint,
+    prompt_messages,
+    reply_token_count,
+)
+from toolgym.policy.server_request import (
+    BadRequest,
+    CompletionRequest,
+    ModelNotFound,
+    check_model,
+    per_choice,
+    read_chat,
+    read_completion,
+    reason,
+)
+from toolgym.policy.server_scoring import TopLogprobs, choose_option, top_logprobs
 
-DEFAULT_MAX_TOKENS = 512
-MAX_TEMPERATURE = 2.0  # OpenAI's range; beyond it sampling is close to uniform noise
-MAX_STOP_STRINGS = 32
-MAX_LOGPROBS = 20
+__all__ = ["BadRequest", "ModelNotFound", "ServedModel", "check_prompt", "create_app", "load_served_model", "serve"]
+
 MAX_JSON_DEPTH = 64  # tool schemas nest a few levels; far deeper is an attack on the parser
-SEED_RANGE = (-(2**63), 2**64 - 1)
-_MESSAGE_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content")
-_SHOWN_CHARS = 80
-
-
-class BadRequest(ValueError):
-    """A request the server will not run: HTTP 400 naming the offending field, as OpenAI does."""
-
-    def __init__(self, message: str, param: str | None = None, code: str = "invalid_value") -> None:
-        super().__init__(message)
-        self.param = param
-        self.code = code
 
 
 @dataclass
@@ -69,10 +80,13 @@ def load_served_model(
     lora: str | None = None,
     model_name: str | None = None,
     parser: str = "hermes",
+    prompt_style: PromptStyle | None = None,
     **policy_kwargs: Any,
 ) -> ServedModel:
+    """The checkpoint's policy and renderer; its prompt style is its toolgym.json's unless one is given."""
+    style = prompt_style or load_prompt_style(checkpoint)
     policy = HFPolicy(checkpoint, lora=lora, **policy_kwargs)
-    renderer = Renderer(policy.tokenizer, prompt_style=load_prompt_style(checkpoint))
+    renderer = Renderer(policy.tokenizer, prompt_style=style)
     return ServedModel(policy, renderer, get_parser(parser), model_name or checkpoint)
 
 
@@ -88,109 +102,31 @@ def _guard_error(status: int, message: str, reason: str) -> Response:
     return openai_error(status, message, "invalid_request_error", code=reason)
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+def check_prompt(prompt_ids: list[int], policy: HFPolicy, param: str, where: str = "") -> None:
+    """Refuse, as the client's error, a prompt the model cannot run: empty, too long, or unknown ids.
 
-
-def _reason(exc: BaseException) -> str:
-    """A client-facing line for why converting the client's data failed."""
-    if isinstance(exc, KeyError):
-        return f"missing field {exc.args[0]!r}" if exc.args else "missing field"
-    text = str(exc) or type(exc).__name__
-    return text if len(text) <= 500 else text[:497] + "..."
-
-
-def _number(body: dict[str, Any], name: str, default: float, low: float, high: float, *,
-            low_open: bool = False) -> float:
-    """A finite number in [low, high] (or (low, high]); JSON null means the default."""
-    value = body.get(name)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise BadRequest(f"'{name}' must be a number; got {_shown(value)}", name)
-    if value > high or value < low or (low_open and value == low):
-        interval = f"{'(' if low_open else '['}{low:g}, {high:g}]"
-        raise BadRequest(f"'{name}' must be in {interval}; got {_shown(value)}", name)
-    return float(value)
-
-
-def _integer(body: dict[str, Any], name: str, low: int, high: int, *, why: str = "") -> int | None:
-    """An integer in [low, high] (an integral float such as 5.0 counts), or None when absent or null."""
-    value = body.get(name)
-    if value is None:
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadRequest(f"'{name}' must be an integer; got {_shown(value)}", name)
-    if not low <= value <= high:
-        raise BadRequest(f"'{name}' must be between {low} and {high}{why}; got {_shown(value)}", name)
-    return value
-
-
-def _stop(body: dict[str, Any]) -> list[str]:
-    stop = body.get("stop")
-    if stop is None:
-        return []
-    stops = [stop] if isinstance(stop, str) else stop
-    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
-        raise BadRequest("'stop' must be a non-empty string or a list of non-empty strings", "stop")
-    if len(stops) > MAX_STOP_STRINGS:
-        raise BadRequest(f"'stop' holds {len(stops)} strings; at most {MAX_STOP_STRINGS} are allowed", "stop")
-    return stops
-
-
-def _sampling(body: dict[str, Any], stop_strings: list[str], policy: HFPolicy) -> SamplingParams:
-    """OpenAI request fields -> SamplingParams, each checked (vLLM's `top_k` extra honoured; -1 means off).
-
-    `max_tokens` may be up to the whole context: the policy trims it to what the prompt leaves, so a
-    client need not count its own prompt's tokens.
-    """
-    n = body.get("n")
-    if n is not None and (isinstance(n, bool) or n != 1):
-        raise BadRequest(f"only n=1 is supported; got n={_shown(n)}", "n")
-    if body.get("stream"):
-        raise BadRequest("streaming is not supported", "stream")
-    stop = _stop(body)
-    context = policy.max_context
-    token_cap = context if context else 2**31 - 1
-    name = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
-    max_tokens = _integer(body, name, 1, token_cap, why=" (the model's context)" if context else "")
-    top_k = _integer(body, "top_k", -1, 2**31 - 1) or 0
-    return SamplingParams(
-        temperature=_number(body, "temperature", 1.0, 0.0, MAX_TEMPERATURE),
-        top_p=_number(body, "top_p", 1.0, 0.0, 1.0, low_open=True),
-        top_k=min(max(top_k, 0), policy.vocab_size),
-        max_new_tokens=max_tokens if max_tokens is not None else min(DEFAULT_MAX_TOKENS, token_cap),
-        stop=[*stop, *(s for s in stop_strings if s not in stop)],
-        seed=_integer(body, "seed", *SEED_RANGE),
-    )
-
-
-def check_prompt(prompt_ids: list[int], policy: HFPolicy, param: str) -> None:
-    """Refuse, as the client's error, a prompt the model cannot run: empty, too long, or unknown ids."""
+    `where` names the prompt in a batch ("prompt 2: ")."""
     if not prompt_ids:
-        raise BadRequest("the prompt is empty: there is nothing to continue from", param)
+        raise BadRequest(f"{where}the prompt is empty: there is nothing to continue from", param)
     context = policy.max_context
     if context and len(prompt_ids) >= context:
         over = len(prompt_ids) - (context - 1)
         raise BadRequest(
-            f"the prompt is {len(prompt_ids)} tokens, {over} too many: the model's context is {context} tokens "
-            "and at least one must be left for the completion", param, "context_length_exceeded",
+            f"{where}the prompt is {len(prompt_ids)} tokens, {over} too many: the model's context is {context} "
+            "tokens and at least one must be left for the completion", param, "context_length_exceeded",
         )
     vocab = policy.vocab_size
     for position, token in enumerate(prompt_ids):
         if not 0 <= token < vocab:
             raise BadRequest(
-                f"prompt token id {token} (position {position}) is outside the vocabulary (ids 0 to {vocab - 1})",
-                param,
+                f"{where}prompt token id {token} (position {position}) is outside the vocabulary "
+                f"(ids 0 to {vocab - 1})", param,
             )
 
 
-def _usage(prompt_ids: list[int], generation: Generation) -> dict[str, int]:
-    completion = len(generation.completion_ids)
-    return {"prompt_tokens": len(prompt_ids), "completion_tokens": completion, "total_tokens": len(prompt_ids) + completion}
+def _usage(prompt_tokens: int, generations: Sequence[Generation]) -> dict[str, int]:
+    completion = sum(len(g.completion_ids) for g in generations)
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "total_tokens": prompt_tokens + completion}
 
 
 def _strip_stop(text: str, stops: list[str]) -> str:
@@ -202,57 +138,57 @@ def _strip_stop(text: str, stops: list[str]) -> str:
     return text
 
 
-def _chat_messages(body: dict[str, Any]) -> tuple[list[Message], list[ToolSpec]]:
-    """The request's messages and tools; anything malformed is the client's error, naming where."""
-    raw_messages = body.get("messages")
-    if not isinstance(raw_messages, list) or not raw_messages:
-        raise BadRequest("'messages' must be a non-empty list", "messages")
-    messages = []
-    for index, raw in enumerate(raw_messages):
-        param = f"messages[{index}]"
-        if not isinstance(raw, dict):
-            raise BadRequest(f"{param} must be an object", param)
-        try:
-            messages.append(Message.from_openai({k: raw.get(k) for k in _MESSAGE_FIELDS if k in raw}))
-        except Exception as exc:
-            raise BadRequest(f"{param}: {_reason(exc)}", param) from exc
-    raw_tools = body.get("tools")
-    if raw_tools is None:
-        return messages, []
-    if not isinstance(raw_tools, list):
-        raise BadRequest("'tools' must be a list of function tools", "tools")
-    tools = []
-    for index, raw in enumerate(raw_tools):
-        param = f"tools[{index}]"
-        if not isinstance(raw, dict) or not isinstance(raw.get("function", raw), dict):
-            raise BadRequest(f"{param} must be an object with a 'function' object", param)
-        if raw.get("type", "function") != "function":
-            raise BadRequest(f"{param}: only function tools are supported; got type {_shown(raw.get('type'))}", param)
-        try:
-            spec = ToolSpec.from_openai(raw)
-            spec.signature()  # what the compact renderer reads: a malformed schema fails here, not mid-render
-        except Exception as exc:
-            raise BadRequest(f"{param}: {_reason(exc)}", param) from exc
-        tools.append(spec)
-    return messages, tools
+def _event_stream(chunks: Iterator[dict[str, Any]]) -> StreamingResponse:
+    """Server-sent events, one chunk per `data:` line, ending with `data: [DONE]` as OpenAI's do."""
+
+    def events() -> Iterator[str]:
+        for chunk in chunks:
+            yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+def _text_offsets(tokens: list[str]) -> list[int]:
+    offsets, at = [], 0
+    for token in tokens:
+        offsets.append(at)
+        at += len(token)
+    return offsets
 
 
 def create_app(served: ServedModel, guard: GuardSettings | None = None) -> FastAPI:
     """The FastAPI app behind `guard` (default: loopback names only, no key); run it with uvicorn (`serve`)."""
     policy, renderer, parser = served.policy, served.renderer, served.parser
-    template_tools = (
-        renderer if renderer.prompt_style == "full"
-        else Renderer(policy.tokenizer, prompt_style="full", enable_thinking=renderer.enable_thinking)
-    )
+    turn_end_ids = sorted({*renderer.stop_token_ids, *policy.eos_token_ids})
 
-    def renderer_for(messages: list[Message], tools: list[ToolSpec]) -> Renderer:
-        """The checkpoint's own style, unless that would hide the tools: a compact-style model reads
-        its tools from the system prompt, so a client that did not write them there (any client but
-        toolgym's compact renderer) gets them rendered by the template instead."""
-        if not tools or renderer.prompt_style == "full":
-            return renderer
-        system = messages[0].content or "" if messages[0].role == "system" else ""
-        return renderer if all(t.signature() in system for t in tools) else template_tools
+    async def generate(prompt_ids: list[int], samplings: list[SamplingParams]) -> list[Generation]:
+        """Every choice of one prompt, sent together so they decode in one batch."""
+        return list(await asyncio.gather(*(
+            policy.generate(GenerationRequest(sampling=s, prompt_ids=list(prompt_ids))) for s in samplings
+        )))
+
+    async def alternatives(prompt_ids: list[int], generation: Generation, sampling: SamplingParams,
+                           top_n: int) -> TopLogprobs | None:
+        """Top-`top_n` per token: a scoring pass, except where the sampled token is the whole answer."""
+        if top_n <= 0:
+            return None
+        if top_n == 1 and sampling.temperature <= 0:  # greedy: the most likely token is the one sampled
+            return [[(i, lp)] for i, lp in zip(generation.completion_ids, generation.logprobs, strict=True)]
+        return await top_logprobs(policy, prompt_ids, generation.completion_ids, sampling, top_n)
+
+    async def choose_names(text: str, rule: Constraint, samplings: list[SamplingParams]) -> list[str]:
+        """Per choice, the tool a `required` call names: the model's pick among the allowed names."""
+        prefix = renderer.encode(text + rule.prefill)
+        check_prompt(prefix, policy, "messages")
+        continuations = []
+        for name in rule.names:
+            joint = renderer.encode(text + rule.prefill + rule.name_text(name))
+            # The name's own tokens as the model would write them after the prefix (joint tokenization).
+            continuations.append(joint[len(prefix):] if joint[: len(prefix)] == prefix
+                                 else renderer.encode(rule.name_text(name)))
+        picks = await choose_option(policy, prefix, continuations, samplings)
+        return [rule.names[i] for i in picks]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -266,7 +202,7 @@ def create_app(served: ServedModel, guard: GuardSettings | None = None) -> FastA
 
     @app.exception_handler(BadRequest)
     async def _bad_request(request: Request, exc: BadRequest) -> JSONResponse:
-        return openai_error(400, str(exc), "invalid_request_error", param=exc.param, code=exc.code)
+        return openai_error(exc.status, str(exc), "invalid_request_error", param=exc.param, code=exc.code)
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
@@ -282,95 +218,147 @@ def create_app(served: ServedModel, guard: GuardSettings | None = None) -> FastA
         # The traceback goes to the server's log (uvicorn prints it), never to the client.
         return openai_error(500, "internal server error", "server_error", code="internal_error")
 
+    def model_card() -> dict[str, Any]:
+        return {"id": served.model_name, "object": "model", "created": 0, "owned_by": "toolgym",
+                "root": policy.checkpoint, "max_model_len": policy.max_context or None,
+                "prompt_style": renderer.prompt_style}
+
     @app.get("/health")
     async def health() -> dict[str, Any]:
         return {"status": "ok", "generate_calls": policy.generate_calls}
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        return {
-            "object": "list",
-            "data": [{"id": served.model_name, "object": "model", "created": 0, "owned_by": "toolgym",
-                      "root": policy.checkpoint}],
-        }
+        return {"object": "list", "data": [model_card()]}
 
-    @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request) -> dict[str, Any]:
+    @app.get("/v1/models/{model:path}")
+    async def model(model: str) -> dict[str, Any]:
+        if model != served.model_name:
+            raise ModelNotFound(model)
+        return model_card()
+
+    @app.post("/v1/chat/completions", response_model=None)
+    async def chat_completions(request: Request) -> dict[str, Any] | Response:
         body = await _json(request)
-        messages, tools = _chat_messages(body)
-        sampling = _sampling(body, renderer.stop_strings, policy)
+        check_model(body, served.model_name)
+        chat = read_chat(body, renderer.stop_strings, policy)
+        rule = constraint(chat.tool_choice, chat.parallel_tool_calls, parser, chat.tools)
+        messages = prompt_messages(chat.messages, chat.tools, renderer.prompt_style)
         try:
-            prompt_ids = renderer_for(messages, tools).prompt_ids(messages, tools or None)
+            text = renderer.render_text(messages, chat.tools or None, add_generation_prompt=True)
         except Exception as exc:
             raise BadRequest(
-                f"cannot render the messages with the model's chat template: {_reason(exc)}", "messages",
+                f"cannot render the messages with the model's chat template: {reason(exc)}", "messages",
             ) from exc
-        check_prompt(prompt_ids, policy, "messages")
-        generation = await policy.generate(GenerationRequest(sampling=sampling, prompt_ids=prompt_ids))
-        text = _strip_stop(renderer.decode(generation.completion_ids), sampling.stop)
-        parsed = parser.parse(text)
-        message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
-        if parsed.tool_calls:
-            message["tool_calls"] = [c.to_openai(f"call_{uuid.uuid4().hex[:12]}") for c in parsed.tool_calls]
-        if parsed.reasoning:
-            message["reasoning_content"] = parsed.reasoning
-        finish = generation.finish_reason
-        if finish == "stop" and parsed.tool_calls:
-            finish = "tool_calls"
-        return {
-            "id": f"chatcmpl-{uuid.uuid4().hex}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": served.model_name,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-            "usage": _usage(prompt_ids, generation),
-        }
+        stops = [*chat.sampling.stop, *(s for s in rule.stops if s not in chat.sampling.stop)]
+        samplings = per_choice(replace(chat.sampling, stop=stops), chat.n)
+        prefills = [rule.prefill] * chat.n
+        if rule.choose_name:
+            prefills = [rule.named_prefill(name) for name in await choose_names(text, rule, samplings)]
+        prompts = {prefill: renderer.encode(text + prefill) for prefill in dict.fromkeys(prefills)}
+        for prompt_ids in prompts.values():
+            check_prompt(prompt_ids, policy, "messages")
+        generations = list(await asyncio.gather(*(
+            policy.generate(GenerationRequest(sampling=s, prompt_ids=list(prompts[p])))
+            for s, p in zip(samplings, prefills, strict=True)
+        )))
+        choices = []
+        for generation, sampling, prefill in zip(generations, samplings, prefills, strict=True):
+            prompt_ids = prompts[prefill]
+            reply_text = prefill + _strip_stop(renderer.decode(generation.completion_ids), sampling.stop)
+            reply = build_reply(reply_text, generation.finish_reason, parser, chat)
+            logprobs = None
+            if chat.logprobs:
+                count = reply_token_count(generation, turn_end_ids)
+                top = await alternatives(prompt_ids, generation, sampling, chat.top_logprobs)
+                logprobs = chat_logprobs(policy.tokenizer, generation, count, top)
+            choices.append(ChatChoice(reply, [call_id() for _ in reply.tool_calls], logprobs))
+        head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": served.model_name}
+        usage = _usage(len(prompts[prefills[0]]), generations)
+        if not chat.stream:
+            return {**head, "object": "chat.completion", "choices": [c.to_json(i) for i, c in enumerate(choices)],
+                    "usage": usage}
 
-    @app.post("/v1/completions")
-    async def completions(request: Request) -> dict[str, Any]:
-        body = await _json(request)
-        if body.get("echo"):
-            raise BadRequest("echo is not supported", "echo")
-        logprobs = body.get("logprobs")
-        if logprobs is not None and not isinstance(logprobs, bool):
-            _integer(body, "logprobs", 0, MAX_LOGPROBS)
-        prompt_ids = _prompt_ids(body.get("prompt"), policy)
-        check_prompt(prompt_ids, policy, "prompt")
-        sampling = _sampling(body, [], policy)
-        generation = await policy.generate(GenerationRequest(sampling=sampling, prompt_ids=prompt_ids))
-        skip_special = bool(body.get("skip_special_tokens", True))
+        def chunks() -> Iterator[dict[str, Any]]:
+            extra = {"usage": None} if chat.include_usage else {}
+            for index, choice in enumerate(choices):
+                for part in choice.chunks(index):
+                    yield {**head, "object": "chat.completion.chunk", "choices": [part], **extra}
+            if chat.include_usage:
+                yield {**head, "object": "chat.completion.chunk", "choices": [], "usage": usage}
+
+        return _event_stream(chunks())
+
+    async def completion_choice(job: CompletionRequest, prompt_ids: list[int], generation: Generation, sampling: SamplingParams,
+                                index: int) -> dict[str, Any]:
+        skip_special = job.skip_special_tokens
         text_ids = [i for i in generation.completion_ids if not (skip_special and i in policy.eos_token_ids)]
         text = policy.tokenizer.decode(text_ids, skip_special_tokens=skip_special)
-        if not body.get("include_stop_str_in_output", False):
+        if not job.include_stop:
             text = _strip_stop(text, sampling.stop)
         choice: dict[str, Any] = {
-            "index": 0,
+            "index": index,
             "text": text,
             "finish_reason": generation.finish_reason,
             "logprobs": None,
             "token_ids": generation.completion_ids,
             "prompt_token_ids": prompt_ids,
         }
-        if logprobs is not None and logprobs is not False:
-            as_ids = bool(body.get("return_tokens_as_token_ids", False))
-            tokens = [
-                f"token_id:{i}" if as_ids else policy.tokenizer.decode([i], skip_special_tokens=False)
-                for i in generation.completion_ids
-            ]
-            choice["logprobs"] = {
-                "tokens": tokens,
-                "token_logprobs": generation.logprobs,
-                "top_logprobs": [{t: lp} for t, lp in zip(tokens, generation.logprobs, strict=True)],
-                "text_offset": [],
-            }
-        return {
-            "id": f"cmpl-{uuid.uuid4().hex}",
-            "object": "text_completion",
-            "created": int(time.time()),
-            "model": served.model_name,
-            "choices": [choice],
-            "usage": _usage(prompt_ids, generation),
+        if job.logprobs is None:
+            return choice
+
+        def name(token_id: int) -> str:
+            if job.as_token_ids:
+                return f"token_id:{token_id}"
+            return str(policy.tokenizer.decode([token_id], skip_special_tokens=False))
+
+        tokens = [name(i) for i in generation.completion_ids]
+        top = await alternatives(prompt_ids, generation, sampling, job.logprobs)
+        tops = []
+        for position, (token, logprob) in enumerate(zip(tokens, generation.logprobs, strict=True)):
+            # The N most likely, and the sampled token whether or not it is among them (vLLM's rule).
+            entry = {name(i): lp for i, lp in (top[position] if top is not None else [])}
+            entry[token] = logprob
+            tops.append(entry)
+        choice["logprobs"] = {
+            "tokens": tokens,
+            "token_logprobs": generation.logprobs,
+            "top_logprobs": tops,
+            "text_offset": _text_offsets([policy.tokenizer.decode([i], skip_special_tokens=False)
+                                          for i in generation.completion_ids]),
         }
+        return choice
+
+    @app.post("/v1/completions", response_model=None)
+    async def completions(request: Request) -> dict[str, Any] | Response:
+        body = await _json(request)
+        check_model(body, served.model_name)
+        job = read_completion(body, policy)
+        batched = len(job.prompts) > 1
+        for index, prompt_ids in enumerate(job.prompts):
+            check_prompt(prompt_ids, policy, "prompt", f"prompt {index}: " if batched else "")
+        samplings = per_choice(job.sampling, job.n)
+        per_prompt = await asyncio.gather(*(generate(p, samplings) for p in job.prompts))
+        choices: list[dict[str, Any]] = []
+        for prompt_ids, generations in zip(job.prompts, per_prompt, strict=True):
+            for generation, sampling in zip(generations, samplings, strict=True):
+                choices.append(await completion_choice(job, prompt_ids, generation, sampling, len(choices)))
+        head = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
+                "model": served.model_name}
+        usage = _usage(sum(len(p) for p in job.prompts), [g for gs in per_prompt for g in gs])
+        if not job.stream:
+            return {**head, "choices": choices, "usage": usage}
+
+        def chunks() -> Iterator[dict[str, Any]]:
+            extra = {"usage": None} if job.include_usage else {}
+            for choice in choices:
+                yield {**head, "choices": [{**choice, "finish_reason": None}], **extra}
+                yield {**head, "choices": [{"index": choice["index"], "text": "", "logprobs": None,
+                                            "finish_reason": choice["finish_reason"]}], **extra}
+            if job.include_usage:
+                yield {**head, "choices": [], "usage": usage}
+
+        return _event_stream(chunks())
 
     return app
 
@@ -400,27 +388,12 @@ async def _json(request: Request) -> dict[str, Any]:
     except RecursionError:
         raise too_deep from None
     except ValueError as exc:
-        raise BadRequest(f"request body is not JSON: {_reason(exc)}", None, "invalid_json") from exc
+        raise BadRequest(f"request body is not JSON: {reason(exc)}", None, "invalid_json") from exc
     if isinstance(body, dict | list) and _nests_deeper_than(body, MAX_JSON_DEPTH):
         raise too_deep
     if not isinstance(body, dict):
         raise BadRequest("request body must be a JSON object", None, "invalid_json")
     return body
-
-
-def _prompt_ids(prompt: Any, policy: HFPolicy) -> list[int]:
-    """A prompt as ids: `[ids]` (one tokenized prompt), `ids`, or text (tokenized here)."""
-    if isinstance(prompt, str):
-        return list(policy.tokenizer(prompt, add_special_tokens=False)["input_ids"])
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], list):
-        prompt = prompt[0]
-    elif isinstance(prompt, list) and prompt and isinstance(prompt[0], list | str):
-        raise BadRequest("only one prompt per request is supported", "prompt")
-    if not isinstance(prompt, list) or not all(type(i) is int for i in prompt):
-        raise BadRequest(
-            "'prompt' must be text, a list of token ids, or a list holding one list of token ids", "prompt",
-        )
-    return prompt
 
 
 def serve(

@@ -1,4 +1,5 @@
-"""Policy specs on the command line: `oracle`, `imperfect:RATES`, `hf:MODEL_DIR[+lora:ADAPTER]`, `openai:BASE_URL#MODEL[#token]`."""
+"""Policy specs on the command line: `oracle`, `imperfect:RATES`, `hf:MODEL_DIR[+lora:ADAPTER]`,
+`vllm:MODEL_DIR[+lora:ADAPTER]`, `openai:BASE_URL#MODEL[#token]`."""
 
 from __future__ import annotations
 
@@ -8,8 +9,14 @@ from typing import Any
 from toolgym.agent.render import PROMPT_STYLES
 from toolgym.policy.base import Policy
 
+PROMPT_STYLE_HELP = (
+    "System prompt of chat-mode policies (oracle, imperfect:, openai:…): compact (tools listed in the system "
+    "prompt, for small models) | full (tools rendered by the chat template). Default: the served model's "
+    "toolgym.json for openai:MODEL, else full. Teacher rows for SFT must use the student's style (compact for "
+    "the shipped default). hf: and token mode always use the model's own toolgym.json."
+)
 SPEC_HELP = ("oracle | imperfect:KIND=RATE,...[,seed=N] | hf:MODEL_DIR[+lora:ADAPTER_DIR] | "
-             "openai:BASE_URL#MODEL[#token]")
+             "vllm:MODEL_DIR[+lora:ADAPTER_DIR] | openai:BASE_URL#MODEL[#token]")
 
 
 def make_policy(
@@ -51,6 +58,13 @@ def make_policy(
         if adapter:
             hf_kwargs["lora"] = adapter
         return HFPolicy(model_dir, device=device, **hf_kwargs)
+    if kind == "vllm" and rest:
+        from toolgym.policy.vllm_policy import VLLMPolicy
+
+        model_dir, _, adapter = rest.partition("+lora:")
+        if "+lora:" in rest and not adapter:
+            raise ValueError(f"policy spec {spec!r}: write vllm:MODEL_DIR+lora:ADAPTER_DIR")
+        return VLLMPolicy(model_dir, device=device, lora=adapter or None, **hf_kwargs)
     if kind == "openai" and rest:
         from toolgym.policy.openai_policy import OpenAIPolicy
 

@@ -13,10 +13,11 @@ import json
 import random
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolgym.config.train import RFTConfig
 from toolgym.data.convert import ConvertOptions, ConvertReport, convert_rows, write_sidecar_manifest
 from toolgym.data.rows import iter_lines
 from toolgym.data.validate import RowChecker
@@ -24,6 +25,8 @@ from toolgym.dataset.manifest import sha256_file, write_manifest
 from toolgym.schema import Task
 from toolgym.schema.jsonl import JsonlError, write_jsonl
 from toolgym.train.sft import SFTConfig, SFTResult, run_sft
+
+__all__ = ["RFTConfig", "RFTError", "RFTResult", "run_rft", "select_episodes", "selected_sft_rows"]
 
 ROLLOUT_DIR = "rollout"
 ROWS_FILE = "rft_rows.jsonl"
@@ -43,39 +46,6 @@ def sample_tasks(tasks: list[Task], limit: int | None, seed: int) -> list[Task]:
         return tasks
     chosen = set(random.Random(f"toolgym-rft/{seed}").sample(range(len(tasks)), limit))
     return [t for i, t in enumerate(tasks) if i in chosen]
-
-
-@dataclass
-class RFTConfig:
-    tasks: str
-    model: str
-    out: str
-    split: str | None = "train"
-    envs: list[str] | None = None
-    limit: int | None = None
-    samples_per_task: int = 8
-    temperature: float = 0.8
-    top_p: float = 1.0
-    top_k: int = 0
-    max_new_tokens: int = 512
-    max_turns: int = 20
-    max_context_tokens: int = 4096
-    timeout_s: float = 120.0
-    done_tool: bool = False
-    concurrency: int = 8
-    max_batch_size: int = 32
-    policy: str | None = None  # policy spec to sample with; default hf:MODEL (e.g. openai:URL#MODEL#token)
-    device: str = "cpu"
-    seed: int = 0
-    min_reward: float = 1.0
-    min_partial: float = 0.6
-    dedupe: bool = False
-    train_malformed_turns: bool = False
-    # SFT rows (e.g. the teacher's) mixed into the fine-tune, `replay_ratio` of them per kept row: a few
-    # dozen kept episodes alone pull the model off what SFT taught it.
-    replay: str | None = None
-    replay_ratio: float = 0.0
-    sft: dict[str, Any] = field(default_factory=dict)  # further SFTConfig fields (lr, epochs, lora, …)
 
 
 @dataclass
@@ -200,10 +170,10 @@ def run_rft(config: RFTConfig, *, console: Any | None = None, progress: bool = F
     from toolgym.rollout.tasks import load_tasks
 
     out = Path(config.out)
-    if config.sft.get("threads"):
+    if config.sft.threads:
         import torch
 
-        torch.set_num_threads(int(config.sft["threads"]))
+        torch.set_num_threads(config.sft.threads)
     tasks_path, tasks = load_tasks(config.tasks, split=config.split, envs=config.envs)
     if not tasks:
         raise RFTError(f"no tasks in {tasks_path} match split={config.split} envs={config.envs}")
@@ -222,7 +192,7 @@ def run_rft(config: RFTConfig, *, console: Any | None = None, progress: bool = F
         env_factory=env_factory or make_env, samples_per_task=config.samples_per_task,
         concurrency=config.concurrency, sampling=sampling, max_turns=config.max_turns,
         max_context_tokens=config.max_context_tokens, timeout_s=config.timeout_s, done_tool=config.done_tool,
-        tasks_sha256=sha256_file(tasks_path), tasks_path=tasks_path,
+        max_format_errors=config.max_format_errors, tasks_sha256=sha256_file(tasks_path), tasks_path=tasks_path,
         config={"split": config.split, "envs": config.envs, "limit": config.limit, "stage": "rft"},
         progress=progress, console=console,
     ))
@@ -244,14 +214,14 @@ def run_rft(config: RFTConfig, *, console: Any | None = None, progress: bool = F
         console.print(selection.render())
         console.print(conversion.render())
     if not rows:
-        write_manifest(out, "rft", status="nothing_kept", config=asdict(config), selection=selection.to_dict())
+        write_manifest(out, "rft", status="nothing_kept", config=config.model_dump(mode="json"), selection=selection.to_dict())
         raise RFTError(f"no episode met the thresholds (reward ≥ {config.min_reward:g}, or best partial_score ≥ "
                        f"{config.min_partial:g}); nothing to train on. Results: {results_file}")
-    sft_config = SFTConfig(data=str(rows_file), model=config.model, out=str(out / SFT_DIR),
-                           seed=config.seed, device=config.device)
-    sft_config = replace(sft_config, **config.sft)
+    sft_config = SFTConfig.model_validate({"seed": config.seed, "device": config.device,
+                                           **config.sft.model_dump(exclude_unset=True),
+                                           "data": str(rows_file), "model": config.model, "out": str(out / SFT_DIR)})
     result.sft = run_sft(sft_config, console=console, progress=progress)
-    write_manifest(out, "rft", status="complete", config=asdict(config), rollout=summary.to_dict(),
+    write_manifest(out, "rft", status="complete", config=config.model_dump(mode="json"), rollout=summary.to_dict(),
                    selection=selection.to_dict(), conversion=conversion.to_dict(),
                    sft=json.loads(json.dumps(asdict(result.sft), default=str)))
     return result

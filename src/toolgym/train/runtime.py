@@ -10,15 +10,17 @@ every step, so a 400-step SFT of the 4M-parameter default grew past 4 GB where f
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
 
+from toolgym.config.pieces import DEFAULT_TARGET_MODULES, Lora
+
+__all__ = ["DEFAULT_TARGET_MODULES", "Lora", "apply_lora", "load_model"]
+
 Precision = Literal["auto", "bf16", "fp32"]
 PRECISIONS: tuple[Precision, ...] = ("auto", "bf16", "fp32")
-DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 def cpu_seconds() -> float:
@@ -48,25 +50,11 @@ def resolve_precision(precision: str, device: str) -> Literal["bf16", "no"]:
     return "no"
 
 
-@dataclass
-class LoraSettings:
-    rank: int = 32
-    alpha: int = 64
-    dropout: float = 0.05
-    target_modules: list[str] = field(default_factory=lambda: list(DEFAULT_TARGET_MODULES))
-
-    def to_config(self) -> Any:
-        from peft import LoraConfig
-
-        return LoraConfig(r=self.rank, lora_alpha=self.alpha, lora_dropout=self.dropout,
-                          target_modules=list(self.target_modules), task_type="CAUSAL_LM")
-
-
 def _linear_names(model: torch.nn.Module) -> list[str]:
     return sorted({name.rsplit(".", 1)[-1] for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)})
 
 
-def apply_lora(model: Any, settings: LoraSettings) -> Any:
+def apply_lora(model: Any, settings: Lora) -> Any:
     """Wrap `model` with fresh LoRA adapters; a target that matches no layer is a clear error."""
     from peft import get_peft_model
 
@@ -78,7 +66,7 @@ def apply_lora(model: Any, settings: LoraSettings) -> Any:
     return get_peft_model(model, settings.to_config())
 
 
-def load_model(model_dir: str | Path, *, dtype: str = "float32", lora: LoraSettings | None = None,
+def load_model(model_dir: str | Path, *, dtype: str = "float32", lora: Lora | None = None,
                gradient_checkpointing: bool = False) -> Any:
     """A CausalLM from a local folder (never a hub), optionally with LoRA adapters to train."""
     from transformers import AutoModelForCausalLM

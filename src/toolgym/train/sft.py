@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from toolgym.agent.render import Renderer, load_prompt_style
+from toolgym.config.train import SFTConfig, migrate_flat_lora
 from toolgym.dataset.manifest import read_manifest, sha256_file, write_manifest
 from toolgym.schema import TrainingSample
 from toolgym.train.batching import (
@@ -45,10 +46,8 @@ from toolgym.train.checkpoint import (
 )
 from toolgym.train.loss import nll_sum
 from toolgym.train.metrics import MetricsLog, check_trackers
-from toolgym.train.optim import SCHEDULES, build_optimizer, build_scheduler, warmup_steps_for
+from toolgym.train.optim import build_optimizer, build_scheduler, warmup_steps_for
 from toolgym.train.runtime import (
-    DEFAULT_TARGET_MODULES,
-    LoraSettings,
     context_length,
     cpu_seconds,
     load_model,
@@ -56,7 +55,7 @@ from toolgym.train.runtime import (
     resolve_device,
     resolve_precision,
 )
-from toolgym.train.sft_data import DataReport, RenderMode, SFTExample, TokenSampleUse, load_examples
+from toolgym.train.sft_data import DataReport, SFTExample, load_examples
 
 # Settings that change what is trained: a resumed run must match them (threads, logging, saving may differ).
 _RESUME_IRRELEVANT = {"out", "threads", "report_to", "save_every", "save_total_limit", "eval_every", "merge"}
@@ -64,59 +63,6 @@ _RESUME_IRRELEVANT = {"out", "threads", "report_to", "save_every", "save_total_l
 
 class SFTError(RuntimeError):
     """The run cannot start or resume (no data, changed settings on resume)."""
-
-
-@dataclass
-class SFTConfig:
-    data: str
-    model: str
-    out: str
-    eval_data: str | None = None
-    eval_fraction: float = 0.05  # of the task groups, when no eval_data is given
-    epochs: int = 1
-    max_steps: int | None = None
-    lr: float = 1e-4
-    schedule: str = "cosine"
-    warmup_ratio: float = 0.03
-    warmup_steps: int | None = None
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    batch_tokens: int = 8192  # padded tokens per micro-batch
-    max_rows: int | None = None  # samples per micro-batch at most
-    grad_accum: int = 1
-    max_length: int | None = None  # default: the model's context length
-    eval_every: int = 0  # 0: evaluate at every checkpoint and at the end
-    save_every: int = 100
-    save_total_limit: int = 2
-    lora: bool = False
-    lora_rank: int = 32
-    lora_alpha: int = 64
-    lora_dropout: float = 0.05
-    target_modules: list[str] = field(default_factory=lambda: list(DEFAULT_TARGET_MODULES))
-    merge: bool = False
-    precision: str = "auto"
-    device: str = "auto"
-    dtype: str = "float32"
-    threads: int | None = None
-    seed: int = 0
-    render_mode: RenderMode = "rollout"
-    token_samples: TokenSampleUse = "auto"
-    enable_thinking: bool = False
-    gradient_checkpointing: bool = False
-    report_to: list[str] = field(default_factory=list)
-
-    def validate(self) -> None:
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}; got {self.schedule!r}")
-        if not 0.0 <= self.eval_fraction < 1.0:
-            raise ValueError(f"eval_fraction must be in [0, 1); got {self.eval_fraction}")
-        for name in ("epochs", "batch_tokens", "grad_accum", "save_every", "save_total_limit"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1; got {self.max_steps}")
-        if self.lr <= 0:
-            raise ValueError(f"lr must be positive; got {self.lr}")
 
 
 @dataclass
@@ -167,14 +113,23 @@ def _flatten(examples: list[SFTExample]) -> list[TrainingSample]:
 
 
 def _config_for_resume(config: SFTConfig) -> dict[str, Any]:
-    return {k: v for k, v in asdict(config).items() if k not in _RESUME_IRRELEVANT}
+    """What a resumed run must match: the settings that differ from their defaults (a setting added later
+    leaves, at its default, earlier runs resumable), without where output goes or how it is logged."""
+    return config.model_dump(mode="json", exclude_defaults=True, exclude=_RESUME_IRRELEVANT)
+
+
+def recorded_resume_config(recorded: dict[str, Any]) -> dict[str, Any] | None:
+    """`_config_for_resume` of a config a run's manifest recorded, in any earlier shape (None: unreadable)."""
+    try:
+        return _config_for_resume(SFTConfig.model_validate(migrate_flat_lora(recorded)))
+    except ValueError:
+        return None
 
 
 class _Trainer:
     """One SFT run; `run` drives it to an SFTResult."""
 
     def __init__(self, config: SFTConfig, console: Any | None, progress: bool) -> None:
-        config.validate()
         self.config = config
         self.console = console
         self.progress = progress
@@ -240,8 +195,7 @@ class _Trainer:
         for micro in self.plan:
             seen += sum(len(b) for b in micro)
             self.samples_through.append(seen)
-        self.lora = LoraSettings(config.lora_rank, config.lora_alpha, config.lora_dropout,
-                                 list(config.target_modules)) if config.lora else None
+        self.lora = config.lora if config.lora.enabled else None
         model = load_model(config.model, dtype=config.dtype, lora=self.lora,
                            gradient_checkpointing=config.gradient_checkpointing)
         optimizer = build_optimizer(model, config.lr, config.weight_decay)
@@ -254,7 +208,7 @@ class _Trainer:
             install_adapter_hooks(self.accelerator)
         self.metrics = MetricsLog(self.out, self.accelerator)
         if trackers:
-            self.accelerator.init_trackers("sft", config={k: v for k, v in asdict(config).items()
+            self.accelerator.init_trackers("sft", config={k: v for k, v in config.model_dump().items()
                                                           if isinstance(v, int | float | str | bool)})
 
     # -- resume ----------------------------------------------------------------------------------
@@ -262,7 +216,7 @@ class _Trainer:
     def manifest_fields(self) -> dict[str, Any]:
         config = self.config
         return {
-            "config": asdict(config),
+            "config": config.model_dump(mode="json"),
             "resume_config": _config_for_resume(config),
             "data_sha256": sha256_file(config.data),
             "eval_data_sha256": sha256_file(config.eval_data) if config.eval_data else None,
@@ -282,6 +236,9 @@ class _Trainer:
         """Trainer state from the last checkpoint (fresh state when there is none)."""
         fields = self.manifest_fields()
         previous = read_manifest(self.out)
+        if previous and isinstance(previous.get("config"), dict) and previous.get("resume_config") != fields["resume_config"]:
+            # a run recorded in an earlier shape (or under an earlier rule) is judged by today's rule
+            previous = {**previous, "resume_config": recorded_resume_config(previous["config"])}
         latest = latest_checkpoint(self.out)
         changed = changed_since_checkpoint(
             self.out, previous, fields, ("resume_config", "data_sha256", "eval_data_sha256", "model", "plan_fingerprint"))
@@ -378,8 +335,8 @@ class _Trainer:
         self.say(self.data_report.render())
         self.say(f"train {len(self.train)} samples · eval {len(self.eval)} · {total} steps · "
                  f"precision {accelerator.mixed_precision} · device {accelerator.device}"
-                 + (f" · LoRA r={config.lora_rank} α={config.lora_alpha} on {','.join(config.target_modules)}"
-                    if config.lora else ""))
+                 + (f" · LoRA r={config.lora.rank} α={config.lora.alpha} on {','.join(config.lora.target_modules)}"
+                    if config.lora.enabled else ""))
         elapsed_before, cpu_before = float(state["elapsed_s"]), float(state["cpu_s"])
         call_started, call_cpu = time.perf_counter(), cpu_seconds()
         first_loss = last_loss = None
@@ -408,7 +365,7 @@ class _Trainer:
                 bar.update(task, advance=1, loss=f"loss {row['loss']:.4f}")
         final_dir = self.export("final")
         merged_dir = None
-        if config.lora and config.merge:
+        if config.lora.enabled and config.merge:
             merged_dir = self.out / "merged"
             if accelerator.is_main_process:
                 export_merged(accelerator.unwrap_model(self.model), self.tokenizer, config.model, merged_dir)

@@ -11,20 +11,18 @@ answer would be ambiguous, or whose gold calls fail, is rejected (`Unusable`), n
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolgym.envs import kit
 from toolgym.envs.app import TaskDraft, TaskShape, World
 from toolgym.envs.environment import Environment
 from toolgym.envs.registry import get_app, make_env
-from toolgym.schema import AnswerContains, Check, DiffOnly, ToolCall, ToolNotCalled
-
-WINDOW_START = dt.date(2026, 4, 1)  # the CURRENT_DATE range every app's tasks use
-WINDOW_END = dt.date(2026, 8, 31)
-WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+from toolgym.schema import Check, DiffOnly, ToolCall
 
 
 class Unusable(Exception):
@@ -64,7 +62,7 @@ class Composition:
 
     apps: tuple[str, ...]
     description: str
-    families: Callable[[], list[MultiTaskFamily]]
+    families: tuple[MultiTaskFamily, ...]
 
     @property
     def name(self) -> str:
@@ -75,20 +73,19 @@ class Composition:
         return Worlds(self.name, {app: get_app(app).world() for app in self.apps})
 
     def task_families(self) -> list[MultiTaskFamily]:
-        return self.families()
+        return list(self.families)
 
 
 def guarded(generate: Callable[[random.Random, Worlds], TaskDraft]) -> Generator:
     """Turn `Unusable` into None, so generators can bail out from any depth."""
 
+    @functools.wraps(generate)
     def wrapper(rng: random.Random, worlds: Worlds) -> TaskDraft | None:
         try:
             return generate(rng, worlds)
         except Unusable:
             return None
 
-    wrapper.__name__ = generate.__name__
-    wrapper.__doc__ = generate.__doc__
     return wrapper
 
 
@@ -126,25 +123,6 @@ class Scratch:
 
 # -- small helpers the families share ----------------------------------------------------------------------
 
-def call(tool_name: str, /, **arguments: Any) -> ToolCall:
-    """A gold call; arguments left as None are dropped (the tool's default applies)."""
-    return ToolCall(name=tool_name, arguments={k: v for k, v in arguments.items() if v is not None})
-
-
-def env_vars(username: str, name: str, today: dt.date) -> dict[str, str]:
-    return {"CURRENT_DATE": today.isoformat(), "LOGGED_IN_USER": username, "LOGGED_IN_NAME": name}
-
-
-def random_day(rng: random.Random, start: dt.date = WINDOW_START, end: dt.date = WINDOW_END) -> dt.date:
-    return start + dt.timedelta(days=rng.randint(0, (end - start).days))
-
-
-def phrase(rng: random.Random, phrasings: tuple[str, ...], **slots: Any) -> tuple[int, str]:
-    """One phrasing, filled; its index goes into the task metadata (tests count distinct phrasings)."""
-    index = rng.randrange(len(phrasings))
-    return index, phrasings[index].format(**slots)
-
-
 def choice(rng: random.Random, items: list[Any]) -> Any:
     """rng.choice that makes an empty pool an unusable draw."""
     if not items:
@@ -157,20 +135,15 @@ def sample(rng: random.Random, items: list[Any], count: int) -> Iterator[Any]:
     yield from rng.sample(items, min(count, len(items)))
 
 
-def human_date(day: dt.date) -> str:
-    """2026-05-03 -> 'Sunday, May 3': how people write dates in requests."""
-    return f"{WEEKDAY_NAMES[day.weekday()]}, {day:%B} {day.day}"
-
-
 def day_phrases(today: dt.date, day: dt.date) -> list[tuple[str, str]]:
     """Ways to say `day` relative to `today` (prompt wording, tool argument) that resolve to it exactly."""
-    options: list[tuple[str, str]] = [(f"on {day:%B} {day.day}", day.isoformat())]
+    options: list[tuple[str, str]] = [(f"on {kit.human_date(day)}", day.isoformat())]
     delta = (day - today).days
     if delta == 0:
         options.append(("today", "today"))
     elif delta == 1:
         options.append(("tomorrow", "tomorrow"))
-    name = WEEKDAY_NAMES[day.weekday()]
+    name = kit.WEEKDAY_NAMES[day.weekday()]
     if 1 <= delta <= 7:
         options.append((f"next {name}", f"next {name}"))
     if 0 <= delta <= 6 and delta != 1:
@@ -178,15 +151,28 @@ def day_phrases(today: dt.date, day: dt.date) -> list[tuple[str, str]]:
     return options
 
 
+NO_APP_CHANGED = "no app changed"  # the unchanged-diff label of composition tasks
+
+
 def no_change(weight: float = 1.0) -> DiffOnly:
     """No app of the composition changed at all."""
-    return DiffOnly(expected=[], weight=weight, label="no app changed")
+    return kit.diff_only([], weight=weight, label=NO_APP_CHANGED)
 
 
-def impossible_checks(write_tools: list[str]) -> list[Check]:
-    """The request cannot be done: no app changes, none of its writes attempted, an 'I cannot' reply."""
-    return [
-        DiffOnly(expected=[], weight=2.0, label="no app changed"),
-        *(ToolNotCalled(name=name, weight=1.0, label=f"{name} not called") for name in write_tools),
-        AnswerContains(values=["cannot"], weight=1.0, label="says it cannot"),
-    ]
+def refusal_checks(write_tools: list[str]) -> list[Check]:
+    """The kit's impossible-task checks, worded as composition tasks word them."""
+    return kit.impossible_checks(write_tools, reply_label=kit.SAYS_IT_CANNOT, unchanged_label=NO_APP_CHANGED)
+
+
+def refusal(env: dict[str, str], prompt: str, index: int, kind: str, reason: str, gold: list[ToolCall],
+            write_tools: list[str], extra: dict[str, Any] | None = None) -> TaskDraft:
+    """An impossible composition task: the gold calls find out why, and the reply says 'I cannot' and why."""
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env,
+        reference_solution=gold,
+        expected_answer=f"I cannot do that: {reason}.",
+        checks=refusal_checks(write_tools),
+        difficulty=2,
+        metadata={"phrasing": index, "reason": kind, **(extra or {})},
+    )

@@ -13,6 +13,7 @@ import datetime as dt
 import random
 from typing import Any
 
+from toolgym.envs import kit
 from toolgym.envs.app import TaskDraft
 from toolgym.envs.multi.base import (
     Composition,
@@ -20,14 +21,10 @@ from toolgym.envs.multi.base import (
     Scratch,
     Unusable,
     Worlds,
-    call,
     choice,
     day_phrases,
-    env_vars,
     guarded,
-    impossible_checks,
-    phrase,
-    random_day,
+    refusal,
 )
 from toolgym.schema import AnswerContains, DiffOnly, ExpectedChange, FieldEquals, RowAbsent, RowExists
 
@@ -56,7 +53,7 @@ def directory(worlds: Worlds) -> dict[str, dict[str, Any]]:
 
 def setup(rng: random.Random, worlds: Worlds) -> tuple[dict[str, Any], dict[str, str], Scratch]:
     me = choice(rng, mailbox_users(worlds))
-    env = env_vars(me["username"], me["name"], random_day(rng))
+    env = kit.env_vars(me["username"], me["name"], kit.random_day(rng))
     return me, env, worlds.scratch(env)
 
 
@@ -91,14 +88,14 @@ def pick_own_file(rng: random.Random, worlds: Worlds, scratch: Scratch, grantees
         for candidate in rng.sample(mine, min(len(mine), 6)):
             file = exact_file(scratch, candidate["name"])
             if file and all(no_access(worlds, scratch, file["id"], g) for g in grantees):
-                return file, file["name"], [call("search_files", query=file["name"])]
+                return file, file["name"], [kit.call("search_files", query=file["name"])]
         raise Unusable("no nameable file")
     names = " ".join(f["name"].lower() for f in scratch("search_files", owner="me", limit=50)["files"])
     word = choice(rng, [w for w in FILE_WORDS if w in names])
     file = newest_with_word(scratch, word)
     if file is None or not all(no_access(worlds, scratch, file["id"], g) for g in grantees):
         raise Unusable("no clear newest file")
-    return file, f"my most recently changed {word} file", [call("search_files", query=word, owner="me")]
+    return file, f"my most recently changed {word} file", [kit.call("search_files", query=word, owner="me")]
 
 
 def share_rows(file: dict[str, Any], grantee: str, role: str, me: str) -> tuple[list, list[ExpectedChange]]:
@@ -138,55 +135,51 @@ SENDER_PHRASINGS = (
 )
 
 
-def share_with_sender() -> MultiTaskFamily:
+@guarded
+def share_with_sender(rng: random.Random, worlds: Worlds) -> TaskDraft:
     """Find a sender's latest mail, share a Drive file with them, and reply to that mail (mail -> drive -> mail)."""
-
-    @guarded
-    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
-        me, env, scratch = setup(rng, worlds)
-        people = directory(worlds)
-        inbox = scratch("list_messages", folder="Inbox", limit=50)["messages"]
-        senders = sorted({m["sender_address"].lower() for m in inbox} - {me["email"].lower()})
-        sender = people.get(choice(rng, senders))
-        if sender is None:
-            raise Unusable("the sender is not in the directory")
-        message = latest_from(scratch, sender)
-        file, named, finds = pick_own_file(rng, worlds, scratch, [sender["username"]])
-        role = rng.choice(sorted(ROLE_WORDS))
-        first = sender["name"].split()[0]
-        writes = [
-            call("share_file", file_id=file["id"], username=sender["username"], role=role),
-            call("reply_to_message", message_id=message["id"],
-                 body=f"Hi {first}, I've shared {file['name']} with you on Drive ({role}).\n\n{me['name'].split()[0]}"),
-        ]
-        scratch.rehearse(writes)
-        index, prompt = phrase(rng, SENDER_PHRASINGS, sender=sender["name"], file=named,
-                               role_words=rng.choice(ROLE_WORDS[role]))
-        checks, expected = share_rows(file, sender["username"], role, me["username"])
-        reply = {"owner": me["username"], "in_reply_to": message["id"]}
-        earlier = len(worlds["mail"].query(
-            "SELECT id FROM messages WHERE owner=? AND in_reply_to=? AND to_addresses=? ORDER BY id",
-            (me["username"], message["id"], sender["email"].lower())))
-        checks += [
-            RowExists(table="mail.messages", where={**reply, "to_addresses": sender["email"].lower()},
-                      count=earlier + 1,
-                      weight=2.0, label=f"replied to message {message['id']}"),
-            DiffOnly(expected=[*expected, ExpectedChange(table="mail.messages", op="insert", where=reply)],
-                     weight=2.0, label="only the share and the reply"),
-            AnswerContains(values=[file["name"]], weight=1.0, label="names the file"),
-        ]
-        return TaskDraft(
-            prompt=prompt,
-            env_variables=env,
-            reference_solution=[call("search_messages", sender=sender["name"]), *finds, *writes],
-            expected_answer=f"I shared {file['name']} with {sender['name']} as {role} and replied to their email "
-                            f"'{message['subject']}'.",
-            checks=checks,
-            difficulty=3,
-            metadata={"phrasing": index, "message_id": message["id"], "file_id": file["id"]},
-        )
-
-    return MultiTaskFamily("share_file_with_sender_and_reply", "multi_step", generate)
+    me, env, scratch = setup(rng, worlds)
+    people = directory(worlds)
+    inbox = scratch("list_messages", folder="Inbox", limit=50)["messages"]
+    senders = sorted({m["sender_address"].lower() for m in inbox} - {me["email"].lower()})
+    sender = people.get(choice(rng, senders))
+    if sender is None:
+        raise Unusable("the sender is not in the directory")
+    message = latest_from(scratch, sender)
+    file, named, finds = pick_own_file(rng, worlds, scratch, [sender["username"]])
+    role = rng.choice(sorted(ROLE_WORDS))
+    first = sender["name"].split()[0]
+    writes = [
+        kit.call("share_file", file_id=file["id"], username=sender["username"], role=role),
+        kit.call("reply_to_message", message_id=message["id"],
+             body=f"Hi {first}, I've shared {file['name']} with you on Drive ({role}).\n\n{me['name'].split()[0]}"),
+    ]
+    scratch.rehearse(writes)
+    index, prompt = kit.phrase(rng, SENDER_PHRASINGS, sender=sender["name"], file=named,
+                           role_words=rng.choice(ROLE_WORDS[role]))
+    checks, expected = share_rows(file, sender["username"], role, me["username"])
+    reply = {"owner": me["username"], "in_reply_to": message["id"]}
+    earlier = len(worlds["mail"].query(
+        "SELECT id FROM messages WHERE owner=? AND in_reply_to=? AND to_addresses=? ORDER BY id",
+        (me["username"], message["id"], sender["email"].lower())))
+    checks += [
+        RowExists(table="mail.messages", where={**reply, "to_addresses": sender["email"].lower()},
+                  count=earlier + 1,
+                  weight=2.0, label=f"replied to message {message['id']}"),
+        DiffOnly(expected=[*expected, ExpectedChange(table="mail.messages", op="insert", where=reply)],
+                 weight=2.0, label="only the share and the reply"),
+        AnswerContains(values=[file["name"]], weight=1.0, label="names the file"),
+    ]
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env,
+        reference_solution=[kit.call("search_messages", sender=sender["name"]), *finds, *writes],
+        expected_answer=f"I shared {file['name']} with {sender['name']} as {role} and replied to their email "
+                        f"'{message['subject']}'.",
+        checks=checks,
+        difficulty=3,
+        metadata={"phrasing": index, "message_id": message["id"], "file_id": file["id"]},
+    )
 
 
 # -- share with the people who accepted a meeting -------------------------------------------------------
@@ -199,60 +192,56 @@ ATTENDEE_PHRASINGS = (
 )
 
 
-def share_with_attendees() -> MultiTaskFamily:
+@guarded
+def share_with_attendees(rng: random.Random, worlds: Worlds) -> TaskDraft:
     """Read a meeting's responses in mail and share a Drive file with exactly the people who accepted."""
-
-    @guarded
-    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
-        me, env, scratch = setup(rng, worlds)
-        today = dt.date.fromisoformat(env["CURRENT_DATE"])
-        end = today + dt.timedelta(days=21)
-        mine = [e for e in scratch("list_events", date=today.isoformat(), end_date=end.isoformat())
-                if e["my_role"] == "organizer"]
-        event = scratch("get_event", event_id=choice(rng, mine)["id"])
-        day = dt.date.fromisoformat(event["start"][:10])
-        if [e["title"] for e in scratch("list_events", date=day.isoformat())].count(event["title"]) != 1:
-            raise Unusable("two meetings share the title that day")
-        people = directory(worlds)
-        accepted = [people.get(a["email"].lower()) for a in event["attendees"] if a["response"] == "accepted"]
-        if not accepted or None in accepted:
-            raise Unusable("no accepted attendee, or one outside the directory")
-        others = [people[a["email"].lower()] for a in event["attendees"]
-                  if a["response"] != "accepted" and a["email"].lower() in people]
-        file, named, finds = pick_own_file(rng, worlds, scratch, [p["username"] for p in accepted])
-        role = rng.choice(sorted(ROLE_WORDS))
-        writes = [call("share_file", file_id=file["id"], username=p["username"], role=role)
-                  for p in sorted(accepted, key=lambda p: p["username"])]
-        scratch.rehearse(writes)
-        said, argument = rng.choice(day_phrases(today, day))
-        index, prompt = phrase(rng, ATTENDEE_PHRASINGS, file=named, role_words=rng.choice(ROLE_WORDS[role]),
-                               title=event["title"], day=said)
-        checks: list = []
-        expected: list[ExpectedChange] = []
-        for person in accepted:
-            rows, changes = share_rows(file, person["username"], role, me["username"])
-            checks += rows
-            expected += changes
-        checks += [RowAbsent(table="drive.permissions", where={"file_id": file["id"], "grantee": p["username"]},
-                             weight=1.0, label=f"not shared with {p['username']} (did not accept)")
-                   for p in others if no_access(worlds, scratch, file["id"], p["username"])]
-        checks += [
-            DiffOnly(expected=expected, weight=2.0, label="only shares with the accepted attendees"),
-            AnswerContains(values=[p["name"] for p in accepted], weight=1.0, label="names who got access"),
-        ]
-        return TaskDraft(
-            prompt=prompt,
-            env_variables=env,
-            reference_solution=[call("list_events", date=argument), call("get_event", event_id=event["id"]),
-                                *finds, *writes],
-            expected_answer=f"I shared {file['name']} as {role} with "
-                            f"{', '.join(p['name'] for p in accepted)}, who accepted '{event['title']}'.",
-            checks=checks,
-            difficulty=3,
-            metadata={"phrasing": index, "event_id": event["id"], "file_id": file["id"], "grantees": len(accepted)},
-        )
-
-    return MultiTaskFamily("share_file_with_meeting_attendees", "search_choose_write", generate)
+    me, env, scratch = setup(rng, worlds)
+    today = dt.date.fromisoformat(env["CURRENT_DATE"])
+    end = today + dt.timedelta(days=21)
+    mine = [e for e in scratch("list_events", date=today.isoformat(), end_date=end.isoformat())
+            if e["my_role"] == "organizer"]
+    event = scratch("get_event", event_id=choice(rng, mine)["id"])
+    day = dt.date.fromisoformat(event["start"][:10])
+    if [e["title"] for e in scratch("list_events", date=day.isoformat())].count(event["title"]) != 1:
+        raise Unusable("two meetings share the title that day")
+    people = directory(worlds)
+    accepted = [people.get(a["email"].lower()) for a in event["attendees"] if a["response"] == "accepted"]
+    if not accepted or None in accepted:
+        raise Unusable("no accepted attendee, or one outside the directory")
+    others = [people[a["email"].lower()] for a in event["attendees"]
+              if a["response"] != "accepted" and a["email"].lower() in people]
+    file, named, finds = pick_own_file(rng, worlds, scratch, [p["username"] for p in accepted])
+    role = rng.choice(sorted(ROLE_WORDS))
+    writes = [kit.call("share_file", file_id=file["id"], username=p["username"], role=role)
+              for p in sorted(accepted, key=lambda p: p["username"])]
+    scratch.rehearse(writes)
+    said, argument = rng.choice(day_phrases(today, day))
+    index, prompt = kit.phrase(rng, ATTENDEE_PHRASINGS, file=named, role_words=rng.choice(ROLE_WORDS[role]),
+                           title=event["title"], day=said)
+    checks: list = []
+    expected: list[ExpectedChange] = []
+    for person in accepted:
+        rows, changes = share_rows(file, person["username"], role, me["username"])
+        checks += rows
+        expected += changes
+    checks += [RowAbsent(table="drive.permissions", where={"file_id": file["id"], "grantee": p["username"]},
+                         weight=1.0, label=f"not shared with {p['username']} (did not accept)")
+               for p in others if no_access(worlds, scratch, file["id"], p["username"])]
+    checks += [
+        DiffOnly(expected=expected, weight=2.0, label="only shares with the accepted attendees"),
+        AnswerContains(values=[p["name"] for p in accepted], weight=1.0, label="names who got access"),
+    ]
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env,
+        reference_solution=[kit.call("list_events", date=argument), kit.call("get_event", event_id=event["id"]),
+                            *finds, *writes],
+        expected_answer=f"I shared {file['name']} as {role} with "
+                        f"{', '.join(p['name'] for p in accepted)}, who accepted '{event['title']}'.",
+        checks=checks,
+        difficulty=3,
+        metadata={"phrasing": index, "event_id": event["id"], "file_id": file["id"], "grantees": len(accepted)},
+    )
 
 
 # -- ask the owner for edit access -----------------------------------------------------------------------
@@ -282,116 +271,100 @@ def in_contacts(scratch: Scratch, person: dict[str, Any]) -> bool:
     return any(h["email"].lower() == person["email"].lower() for h in hits)
 
 
-def request_edit_access() -> MultiTaskFamily:
+@guarded
+def request_edit_access(rng: random.Random, worlds: Worlds) -> TaskDraft:
     """A Drive file I only view: find its owner in Drive and email them from my mailbox (drive -> mail)."""
-
-    @guarded
-    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
-        me, env, scratch = setup(rng, worlds)
-        file, owner = _shared_file_owner(rng, worlds, scratch)
-        if not in_contacts(scratch, owner):
-            raise Unusable("the owner is not in my contacts")
-        subject = rng.choice(("Edit access to {name}", "Request: edit rights on {name}",
-                              "Could you make me an editor of {name}?")).format(name=file["name"])
-        send = call("send_message", to=[owner["email"]], subject=subject,
-                    body=f"Hi {owner['name'].split()[0]},\n\nCould you give me edit access to {file['name']}? "
-                         f"I currently only have {file['my_role']} access.\n\nThanks,\n{me['name'].split()[0]}")
-        scratch.rehearse([send])
-        index, prompt = phrase(rng, ACCESS_PHRASINGS, file=file["name"], subject=subject)
-        sent = {"owner": me["username"], "subject": subject}
-        checks = [
-            RowExists(table="mail.messages", where={**sent, "to_addresses": owner["email"].lower(), "cc_addresses": ""},
-                      count=1, weight=3.0, label=f"emailed {owner['email']}"),
-            DiffOnly(expected=[ExpectedChange(table="mail.messages", op="insert", where=sent)], weight=2.0,
-                     label="only the email; Drive unchanged"),
-            AnswerContains(values=[owner["name"]], weight=1.0, label="names the owner"),
-        ]
-        return TaskDraft(
-            prompt=prompt,
-            env_variables=env,
-            reference_solution=[call("search_files", query=file["name"]), call("get_file", file_id=file["id"]),
-                                call("search_contacts", query=owner["name"]), send],
-            expected_answer=f"{file['name']} is owned by {owner['name']}; I emailed them asking for edit access.",
-            checks=checks,
-            difficulty=2,
-            metadata={"phrasing": index, "file_id": file["id"], "owner": owner["username"]},
-        )
-
-    return MultiTaskFamily("email_owner_for_edit_access", "write", generate)
+    me, env, scratch = setup(rng, worlds)
+    file, owner = _shared_file_owner(rng, worlds, scratch)
+    if not in_contacts(scratch, owner):
+        raise Unusable("the owner is not in my contacts")
+    subject = rng.choice(("Edit access to {name}", "Request: edit rights on {name}",
+                          "Could you make me an editor of {name}?")).format(name=file["name"])
+    send = kit.call("send_message", to=[owner["email"]], subject=subject,
+                body=f"Hi {owner['name'].split()[0]},\n\nCould you give me edit access to {file['name']}? "
+                     f"I currently only have {file['my_role']} access.\n\nThanks,\n{me['name'].split()[0]}")
+    scratch.rehearse([send])
+    index, prompt = kit.phrase(rng, ACCESS_PHRASINGS, file=file["name"], subject=subject)
+    sent = {"owner": me["username"], "subject": subject}
+    checks = [
+        RowExists(table="mail.messages", where={**sent, "to_addresses": owner["email"].lower(), "cc_addresses": ""},
+                  count=1, weight=3.0, label=f"emailed {owner['email']}"),
+        DiffOnly(expected=[ExpectedChange(table="mail.messages", op="insert", where=sent)], weight=2.0,
+                 label="only the email; Drive unchanged"),
+        AnswerContains(values=[owner["name"]], weight=1.0, label="names the owner"),
+    ]
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env,
+        reference_solution=[kit.call("search_files", query=file["name"]), kit.call("get_file", file_id=file["id"]),
+                            kit.call("search_contacts", query=owner["name"]), send],
+        expected_answer=f"{file['name']} is owned by {owner['name']}; I emailed them asking for edit access.",
+        checks=checks,
+        difficulty=2,
+        metadata={"phrasing": index, "file_id": file["id"], "owner": owner["username"]},
+    )
 
 
 # -- impossible -----------------------------------------------------------------------------------------
 
-def share_or_ask_impossible() -> MultiTaskFamily:
+@guarded
+def share_or_ask_impossible(rng: random.Random, worlds: Worlds) -> TaskDraft:
     """The same requests, where a rule forbids them: an external sender, a file I only view, an owner
     outside my contacts. Nothing may change in either app."""
-
-    @guarded
-    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
-        me, env, scratch = setup(rng, worlds)
-        people = directory(worlds)
-        kind = rng.choice(("external_sender", "view_only_file", "owner_not_in_contacts"))
-        if kind == "owner_not_in_contacts":
-            file, owner = _shared_file_owner(rng, worlds, scratch)
-            if in_contacts(scratch, owner):
-                raise Unusable("the owner is a contact")
-            subject = f"Edit access to {file['name']}"
-            index, prompt = phrase(rng, ACCESS_PHRASINGS, file=file["name"], subject=subject)
-            index += len(SENDER_PHRASINGS)
-            reason = (f"{owner['name']}, who owns {file['name']}, is not in your contacts, and new emails may only "
-                      "go to contacts")
-            gold = [call("search_files", query=file["name"]), call("get_file", file_id=file["id"]),
-                    call("search_contacts", query=owner["name"])]
-            return _impossible(env, prompt, index, kind, reason, gold, ["send_message"])
-        inbox = scratch("list_messages", folder="Inbox", limit=50)["messages"]
-        contacts = {c["email"].lower() for c in scratch("search_contacts")}
-        if kind == "external_sender":
-            addresses = sorted(({m["sender_address"].lower() for m in inbox} & contacts) - set(people))
-            address = choice(rng, addresses)
-            sender_row = next(m for m in inbox if m["sender_address"].lower() == address)
-            sender = {"name": sender_row["sender"], "email": sender_row["sender_address"].lower(), "username": None}
-            message = latest_from(scratch, sender)
-            file, named, finds = pick_own_file(rng, worlds, scratch, [])
-            if scratch.fails("share_file", file_id=file["id"], username=sender["email"], role="viewer") is None:
-                raise Unusable("the share would work")
-            reason = f"{sender['name']} ({sender['email']}) is not in the company directory, so Drive cannot share with them"
-        else:
-            senders = sorted(({m["sender_address"].lower() for m in inbox} & set(people)) - {me["email"].lower()})
-            sender = people[choice(rng, senders)]
-            message = latest_from(scratch, sender)
-            file, _ = _shared_file_owner(rng, worlds, scratch)
-            if file["my_role"] == "owner" or not no_access(worlds, scratch, file["id"], sender["username"]):
-                raise Unusable("sharing is allowed or pointless")
-            named, finds = file["name"], [call("search_files", query=file["name"])]
-            reason = f"you only have {file['my_role']} access to {file['name']}; only its owner or an editor can share it"
-        index, prompt = phrase(rng, SENDER_PHRASINGS, sender=sender["name"], file=named,
-                               role_words=rng.choice(ROLE_WORDS["viewer"]))
-        gold = [call("search_messages", sender=sender["name"]), *finds]
-        metadata_extra = {"message_id": message["id"], "file_id": file["id"]}
-        return _impossible(env, prompt, index, kind, reason, gold, ["share_file", "reply_to_message"], metadata_extra)
-
-    return MultiTaskFamily("share_or_ask_impossible", "impossible", generate)
+    me, env, scratch = setup(rng, worlds)
+    people = directory(worlds)
+    kind = rng.choice(("external_sender", "view_only_file", "owner_not_in_contacts"))
+    if kind == "owner_not_in_contacts":
+        file, owner = _shared_file_owner(rng, worlds, scratch)
+        if in_contacts(scratch, owner):
+            raise Unusable("the owner is a contact")
+        subject = f"Edit access to {file['name']}"
+        index, prompt = kit.phrase(rng, ACCESS_PHRASINGS, file=file["name"], subject=subject)
+        index += len(SENDER_PHRASINGS)
+        reason = (f"{owner['name']}, who owns {file['name']}, is not in your contacts, and new emails may only "
+                  "go to contacts")
+        gold = [kit.call("search_files", query=file["name"]), kit.call("get_file", file_id=file["id"]),
+                kit.call("search_contacts", query=owner["name"])]
+        return refusal(env, prompt, index, kind, reason, gold, ["send_message"])
+    inbox = scratch("list_messages", folder="Inbox", limit=50)["messages"]
+    contacts = {c["email"].lower() for c in scratch("search_contacts")}
+    if kind == "external_sender":
+        addresses = sorted(({m["sender_address"].lower() for m in inbox} & contacts) - set(people))
+        address = choice(rng, addresses)
+        sender_row = next(m for m in inbox if m["sender_address"].lower() == address)
+        sender = {"name": sender_row["sender"], "email": sender_row["sender_address"].lower(), "username": None}
+        message = latest_from(scratch, sender)
+        file, named, finds = pick_own_file(rng, worlds, scratch, [])
+        if scratch.fails("share_file", file_id=file["id"], username=sender["email"], role="viewer") is None:
+            raise Unusable("the share would work")
+        reason = f"{sender['name']} ({sender['email']}) is not in the company directory, so Drive cannot share with them"
+    else:
+        senders = sorted(({m["sender_address"].lower() for m in inbox} & set(people)) - {me["email"].lower()})
+        sender = people[choice(rng, senders)]
+        message = latest_from(scratch, sender)
+        file, _ = _shared_file_owner(rng, worlds, scratch)
+        if file["my_role"] == "owner" or not no_access(worlds, scratch, file["id"], sender["username"]):
+            raise Unusable("sharing is allowed or pointless")
+        named, finds = file["name"], [kit.call("search_files", query=file["name"])]
+        reason = f"you only have {file['my_role']} access to {file['name']}; only its owner or an editor can share it"
+    index, prompt = kit.phrase(rng, SENDER_PHRASINGS, sender=sender["name"], file=named,
+                           role_words=rng.choice(ROLE_WORDS["viewer"]))
+    gold = [kit.call("search_messages", sender=sender["name"]), *finds]
+    metadata_extra = {"message_id": message["id"], "file_id": file["id"]}
+    return refusal(env, prompt, index, kind, reason, gold, ["share_file", "reply_to_message"], metadata_extra)
 
 
-def _impossible(env: dict[str, str], prompt: str, index: int, kind: str, reason: str, gold: list,
-                write_tools: list[str], extra: dict[str, Any] | None = None) -> TaskDraft:
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env,
-        reference_solution=gold,
-        expected_answer=f"I cannot do that: {reason}.",
-        checks=impossible_checks(write_tools),
-        difficulty=2,
-        metadata={"phrasing": index, "reason": kind, **(extra or {})},
-    )
 
-
-def families() -> list[MultiTaskFamily]:
-    return [share_with_sender(), share_with_attendees(), request_edit_access(), share_or_ask_impossible()]
+FAMILIES: tuple[MultiTaskFamily, ...] = (
+    MultiTaskFamily("share_file_with_sender_and_reply", "multi_step", share_with_sender),
+    MultiTaskFamily("share_file_with_meeting_attendees", "search_choose_write", share_with_attendees),
+    MultiTaskFamily("email_owner_for_edit_access", "write", request_edit_access),
+    MultiTaskFamily("share_or_ask_impossible", "impossible", share_or_ask_impossible),
+)
 
 
 COMPOSITION = Composition(
     apps=("mail", "drive"),
     description="One person's mailbox and Drive: mail senders and meeting attendees are Drive users.",
-    families=families,
+    families=FAMILIES,
 )

@@ -15,6 +15,7 @@ import math
 import random
 from typing import Any
 
+from toolgym.envs import kit
 from toolgym.envs.app import TaskDraft
 from toolgym.envs.multi.base import (
     Composition,
@@ -22,15 +23,11 @@ from toolgym.envs.multi.base import (
     Scratch,
     Unusable,
     Worlds,
-    call,
     choice,
     day_phrases,
-    env_vars,
     guarded,
-    impossible_checks,
     no_change,
-    phrase,
-    random_day,
+    refusal,
 )
 from toolgym.schema import AnswerContains, DiffOnly, ExpectedChange, FieldEquals, RowExists
 
@@ -56,8 +53,8 @@ def rooms(worlds: Worlds) -> set[str]:
 def setup(rng: random.Random, worlds: Worlds) -> tuple[dict[str, Any], dict[str, str], Scratch, dt.date]:
     """A mailbox owner (every person has a home and a workplace on the map) on a day of the task window."""
     me = choice(rng, worlds["mail"].query("SELECT username, name, email FROM users WHERE has_mailbox=1 ORDER BY username"))
-    today = random_day(rng)
-    env = env_vars(me["username"], me["name"], today)
+    today = kit.random_day(rng)
+    env = kit.env_vars(me["username"], me["name"], today)
     return me, env, worlds.scratch(env), today
 
 
@@ -97,48 +94,44 @@ ACCEPT_PHRASINGS = (
 )
 
 
-def accept_with_travel_time() -> MultiTaskFamily:
+@guarded
+def accept_with_travel_time(rng: random.Random, worlds: Worlds) -> TaskDraft:
     """Find a pending invitation by day and title, route to its room, and accept it (mail -> maps -> mail)."""
-
-    @guarded
-    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
-        me, env, scratch, today = setup(rng, worlds)
-        known = rooms(worlds)
-        invites = [i for i in scratch("list_invites", status="pending")
-                   if i["event_status"] == "scheduled" and i["location"] in known]
-        invite = choice(rng, invites)
-        day = dt.date.fromisoformat(invite["start"][:10])
-        said, argument = relative_day(rng, today, day)
-        if not unique_title(scratch("list_invites", status="pending", date=argument), invite["title"]):
-            raise Unusable("two pending invitations share the title that day")
-        mode, origin, origin_words, route = trip(rng, scratch, invite["location"])
-        accept = call("respond_to_invite", event_id=invite["event_id"], response="accepted")
-        scratch.rehearse([accept])
-        index, prompt = phrase(rng, ACCEPT_PHRASINGS, title=invite["title"], day=said, verb=MODES[mode][0],
-                               noun=MODES[mode][1], origin=origin_words)
-        where = {"event_id": invite["event_id"], "invitee_email": me["email"].lower()}
-        checks = [
-            FieldEquals(table="mail.event_invites", where=where, field="response", value="accepted", weight=2.0,
-                        label=f"accepted event {invite['event_id']}"),
-            DiffOnly(expected=[ExpectedChange(table="mail.event_invites", op="update", where=where,
-                                              fields=["response", "responded_at"])],
-                     weight=2.0, label="only the invitation answered; maps unchanged"),
-            minutes_check(route),
-        ]
-        return TaskDraft(
-            prompt=prompt,
-            env_variables=env,
-            reference_solution=[call("list_invites", status="pending", date=argument),
-                                call("get_directions", origin=origin, destination=invite["location"], mode=mode),
-                                accept],
-            expected_answer=f"I accepted '{invite['title']}' ({invite['start']}, {invite['location']}). The {MODES[mode][1]} "
-                            f"from {origin} is {route['distance_km']} km and takes {route['duration_min']} minutes.",
-            checks=checks,
-            difficulty=2,
-            metadata={"phrasing": index, "event_id": invite["event_id"], "mode": mode, "origin": origin},
-        )
-
-    return MultiTaskFamily("accept_invite_with_travel_time", "context", generate)
+    me, env, scratch, today = setup(rng, worlds)
+    known = rooms(worlds)
+    invites = [i for i in scratch("list_invites", status="pending")
+               if i["event_status"] == "scheduled" and i["location"] in known]
+    invite = choice(rng, invites)
+    day = dt.date.fromisoformat(invite["start"][:10])
+    said, argument = relative_day(rng, today, day)
+    if not unique_title(scratch("list_invites", status="pending", date=argument), invite["title"]):
+        raise Unusable("two pending invitations share the title that day")
+    mode, origin, origin_words, route = trip(rng, scratch, invite["location"])
+    accept = kit.call("respond_to_invite", event_id=invite["event_id"], response="accepted")
+    scratch.rehearse([accept])
+    index, prompt = kit.phrase(rng, ACCEPT_PHRASINGS, title=invite["title"], day=said, verb=MODES[mode][0],
+                           noun=MODES[mode][1], origin=origin_words)
+    where = {"event_id": invite["event_id"], "invitee_email": me["email"].lower()}
+    checks = [
+        FieldEquals(table="mail.event_invites", where=where, field="response", value="accepted", weight=2.0,
+                    label=f"accepted event {invite['event_id']}"),
+        DiffOnly(expected=[ExpectedChange(table="mail.event_invites", op="update", where=where,
+                                          fields=["response", "responded_at"])],
+                 weight=2.0, label="only the invitation answered; maps unchanged"),
+        minutes_check(route),
+    ]
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env,
+        reference_solution=[kit.call("list_invites", status="pending", date=argument),
+                            kit.call("get_directions", origin=origin, destination=invite["location"], mode=mode),
+                            accept],
+        expected_answer=f"I accepted '{invite['title']}' ({invite['start']}, {invite['location']}). The {MODES[mode][1]} "
+                        f"from {origin} is {route['distance_km']} km and takes {route['duration_min']} minutes.",
+        checks=checks,
+        difficulty=2,
+        metadata={"phrasing": index, "event_id": invite["event_id"], "mode": mode, "origin": origin},
+    )
 
 
 # -- block travel time before a meeting -------------------------------------------------------------------
@@ -158,7 +151,7 @@ def _meetings(scratch: Scratch, today: dt.date, days: int = 14) -> list[dict[str
     return scratch("list_events", date=today.isoformat(), end_date=(today + dt.timedelta(days=days)).isoformat())
 
 
-def _clock(minutes: int) -> str:
+def _hhmm(minutes: int) -> str:
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
@@ -166,53 +159,49 @@ def _minutes(clock: str) -> int:
     return int(clock[:2]) * 60 + int(clock[3:5])
 
 
-def block_travel_time() -> MultiTaskFamily:
+@guarded
+def block_travel_time(rng: random.Random, worlds: Worlds) -> TaskDraft:
     """Route to a meeting's room and put a travel block that long before it (maps -> mail write)."""
-
-    @guarded
-    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
-        me, env, scratch, today = setup(rng, worlds)
-        known = rooms(worlds)
-        event = choice(rng, [e for e in _meetings(scratch, today) if e["location"] in known])
-        day = dt.date.fromisoformat(event["start"][:10])
-        said, argument = relative_day(rng, today, day)
-        if not unique_title(scratch("list_events", date=argument), event["title"]):
-            raise Unusable("two meetings share the title that day")
-        mode, origin, origin_words, route = trip(rng, scratch, event["location"])
-        length = math.ceil(route["duration_min"] / 5) * 5
-        start = _minutes(event["start"][11:16]) - length
-        if start < 6 * 60:
-            raise Unusable("the trip would start before 06:00")
-        block = f"Travel to {event['title']}"
-        create = call("create_event", title=block, date=day.isoformat(), start_time=_clock(start),
-                      end_time=event["start"][11:16])
-        scratch.rehearse([create])
-        index, prompt = phrase(rng, BLOCK_PHRASINGS, title=event["title"], day=said, block=block,
-                               noun=MODES[mode][1], verb=MODES[mode][0], origin=origin_words)
-        new = {"organizer": me["username"], "title": block}
-        checks = [
-            RowExists(table="mail.calendar_events", where={**new, "start": f"{day.isoformat()}T{_clock(start)}",
-                                                            "end": event["start"], "status": "scheduled"},
-                      count=1, weight=3.0, label=f"'{block}' from {_clock(start)} to {event['start'][11:16]}"),
-            DiffOnly(expected=[ExpectedChange(table="mail.calendar_events", op="insert", where=new)], weight=2.0,
-                     label="only the travel block; maps unchanged"),
-            minutes_check(route, weight=1.0),
-        ]
-        return TaskDraft(
-            prompt=prompt,
-            env_variables=env,
-            reference_solution=[call("list_events", date=argument),
-                                call("get_directions", origin=origin, destination=event["location"], mode=mode),
-                                create],
-            expected_answer=f"The {MODES[mode][1]} from {origin} to {event['location']} takes {route['duration_min']} "
-                            f"minutes, so I added '{block}' on {day.isoformat()} from {_clock(start)} to "
-                            f"{event['start'][11:16]}.",
-            checks=checks,
-            difficulty=3,
-            metadata={"phrasing": index, "event_id": event["id"], "mode": mode, "origin": origin, "minutes": length},
-        )
-
-    return MultiTaskFamily("block_travel_time_before_meeting", "multi_step", generate)
+    me, env, scratch, today = setup(rng, worlds)
+    known = rooms(worlds)
+    event = choice(rng, [e for e in _meetings(scratch, today) if e["location"] in known])
+    day = dt.date.fromisoformat(event["start"][:10])
+    said, argument = relative_day(rng, today, day)
+    if not unique_title(scratch("list_events", date=argument), event["title"]):
+        raise Unusable("two meetings share the title that day")
+    mode, origin, origin_words, route = trip(rng, scratch, event["location"])
+    length = math.ceil(route["duration_min"] / 5) * 5
+    start = _minutes(event["start"][11:16]) - length
+    if start < 6 * 60:
+        raise Unusable("the trip would start before 06:00")
+    block = f"Travel to {event['title']}"
+    create = kit.call("create_event", title=block, date=day.isoformat(), start_time=_hhmm(start),
+                  end_time=event["start"][11:16])
+    scratch.rehearse([create])
+    index, prompt = kit.phrase(rng, BLOCK_PHRASINGS, title=event["title"], day=said, block=block,
+                           noun=MODES[mode][1], verb=MODES[mode][0], origin=origin_words)
+    new = {"organizer": me["username"], "title": block}
+    checks = [
+        RowExists(table="mail.calendar_events", where={**new, "start": f"{day.isoformat()}T{_hhmm(start)}",
+                                                        "end": event["start"], "status": "scheduled"},
+                  count=1, weight=3.0, label=f"'{block}' from {_hhmm(start)} to {event['start'][11:16]}"),
+        DiffOnly(expected=[ExpectedChange(table="mail.calendar_events", op="insert", where=new)], weight=2.0,
+                 label="only the travel block; maps unchanged"),
+        minutes_check(route, weight=1.0),
+    ]
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env,
+        reference_solution=[kit.call("list_events", date=argument),
+                            kit.call("get_directions", origin=origin, destination=event["location"], mode=mode),
+                            create],
+        expected_answer=f"The {MODES[mode][1]} from {origin} to {event['location']} takes {route['duration_min']} "
+                        f"minutes, so I added '{block}' on {day.isoformat()} from {_hhmm(start)} to "
+                        f"{event['start'][11:16]}.",
+        checks=checks,
+        difficulty=3,
+        metadata={"phrasing": index, "event_id": event["id"], "mode": mode, "origin": origin, "minutes": length},
+    )
 
 
 # -- a meal after a meeting near its room ------------------------------------------------------------------
@@ -231,84 +220,80 @@ MEAL_PHRASINGS = (
 )
 
 
-def meal_after_meeting() -> MultiTaskFamily:
+@guarded
+def meal_after_meeting(rng: random.Random, worlds: Worlds) -> TaskDraft:
     """Choose the best-rated open place near a meeting's room (maps), then write to both apps."""
+    me, env, scratch, today = setup(rng, worlds)
+    known = rooms(worlds)
+    mine = [e for e in _meetings(scratch, today, days=21) if e["location"] in known and e["my_role"] == "organizer"]
+    event = scratch("get_event", event_id=choice(rng, mine)["id"])
+    accepted = sorted(a["email"] for a in event["attendees"] if a["response"] == "accepted")
+    if not accepted:
+        raise Unusable("nobody accepted")
+    day = dt.date.fromisoformat(event["start"][:10])
+    end = event["end"][11:16]
+    _, category, meal = next(m for m in MEALS if end <= m[0])
+    radius = rng.choice(RADII)
 
-    @guarded
-    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
-        me, env, scratch, today = setup(rng, worlds)
-        known = rooms(worlds)
-        mine = [e for e in _meetings(scratch, today, days=21) if e["location"] in known and e["my_role"] == "organizer"]
-        event = scratch("get_event", event_id=choice(rng, mine)["id"])
-        accepted = sorted(a["email"] for a in event["attendees"] if a["response"] == "accepted")
-        if not accepted:
-            raise Unusable("nobody accepted")
-        day = dt.date.fromisoformat(event["start"][:10])
-        end = event["end"][11:16]
-        _, category, meal = next(m for m in MEALS if end <= m[0])
-        radius = rng.choice(RADII)
+    def best(within: float) -> list[dict[str, Any]]:
+        return scratch("nearby_places", place=event["location"], category=category, radius_km=within,
+                       open_on=day.isoformat(), open_at=end, sort_by="rating")["places"]
 
-        def best(within: float) -> list[dict[str, Any]]:
-            return scratch("nearby_places", place=event["location"], category=category, radius_km=within,
-                           open_on=day.isoformat(), open_at=end, sort_by="rating")["places"]
-
-        places = best(radius)
-        if not places or (len(places) > 1 and places[1]["rating"] == places[0]["rating"]):
-            raise Unusable("no clear best place")
-        if len(best(radius + 0.05)) != len(places) or len(best(max(0.1, radius - 0.05))) != len(places):
-            raise Unusable("a place lies right at the radius")
-        place = places[0]
-        lists = [entry for entry in scratch("list_my_lists")
-                 if all(p["place_id"] != place["place_id"] for p in entry["places"]) and entry["count"] < 25]
-        saved_list = choice(rng, lists)
-        said, argument = relative_day(rng, today, day)
-        if not unique_title(scratch("list_events", date=argument), event["title"]):
-            raise Unusable("two meetings share the title that day")
-        title = f"{meal.capitalize()} after {event['title']}"
-        finish = _clock(_minutes(end) + 60)
-        if finish <= end:
-            raise Unusable("the meal would run past midnight")
-        create = call("create_event", title=title, date=day.isoformat(), start_time=end, end_time=finish,
-                      location=place["name"], invitees=accepted)
-        save = call("save_place", list_name=saved_list["name"], place=place["place_id"])
-        created = scratch.rehearse([create, save])[0]
-        index, prompt = phrase(rng, MEAL_PHRASINGS, title=event["title"], day=said, meal=meal, category=category,
-                               radius=f"{radius:g}", event=title, list=saved_list["name"])
-        new = {"organizer": me["username"], "title": title}
-        saved = {"list_id": saved_list["list_id"], "place_id": place["place_id"]}
-        checks: list = [
-            RowExists(table="mail.calendar_events", where={**new, "start": f"{day.isoformat()}T{end}",
-                                                            "end": f"{day.isoformat()}T{finish}",
-                                                            "location": place["name"]},
-                      count=1, weight=2.0, label=f"'{title}' at {place['name']}"),
-            *(RowExists(table="mail.event_invites", where={"event_id": created["id"], "invitee_email": email},
-                        count=1, weight=1.0, label=f"{email} invited") for email in accepted),
-            RowExists(table="maps.saved_places", where=saved, count=1, weight=2.0,
-                      label=f"{place['name']} saved to '{saved_list['name']}'"),
-            DiffOnly(expected=[ExpectedChange(table="mail.calendar_events", op="insert", where=new),
-                               *(ExpectedChange(table="mail.event_invites", op="insert",
-                                                where={"event_id": created["id"], "invitee_email": email})
-                                 for email in accepted),
-                               ExpectedChange(table="maps.saved_places", op="insert", where=saved)],
-                     weight=2.0, label="only the event, its invitations and the saved place"),
-            AnswerContains(values=[place["name"]], weight=1.0, label="names the place"),
-        ]
-        return TaskDraft(
-            prompt=prompt,
-            env_variables=env,
-            reference_solution=[call("list_events", date=argument), call("get_event", event_id=event["id"]),
-                                call("nearby_places", place=event["location"], category=category, radius_km=radius,
-                                     open_on=day.isoformat(), open_at=end, sort_by="rating"),
-                                call("list_my_lists"), create, save],
-            expected_answer=f"{place['name']} (rated {place['rating']}) is the best-rated {category} within "
-                            f"{radius:g} km that is open at {end}. I booked '{title}' there from {end} to {finish} "
-                            f"with {', '.join(accepted)} and saved it to '{saved_list['name']}'.",
-            checks=checks,
-            difficulty=3,
-            metadata={"phrasing": index, "event_id": event["id"], "place_id": place["place_id"]},
-        )
-
-    return MultiTaskFamily("meal_near_meeting_room", "search_choose_write", generate)
+    places = best(radius)
+    if not places or (len(places) > 1 and places[1]["rating"] == places[0]["rating"]):
+        raise Unusable("no clear best place")
+    if len(best(radius + 0.05)) != len(places) or len(best(max(0.1, radius - 0.05))) != len(places):
+        raise Unusable("a place lies right at the radius")
+    place = places[0]
+    lists = [entry for entry in scratch("list_my_lists")
+             if all(p["place_id"] != place["place_id"] for p in entry["places"]) and entry["count"] < 25]
+    saved_list = choice(rng, lists)
+    said, argument = relative_day(rng, today, day)
+    if not unique_title(scratch("list_events", date=argument), event["title"]):
+        raise Unusable("two meetings share the title that day")
+    title = f"{meal.capitalize()} after {event['title']}"
+    finish = _hhmm(_minutes(end) + 60)
+    if finish <= end:
+        raise Unusable("the meal would run past midnight")
+    create = kit.call("create_event", title=title, date=day.isoformat(), start_time=end, end_time=finish,
+                  location=place["name"], invitees=accepted)
+    save = kit.call("save_place", list_name=saved_list["name"], place=place["place_id"])
+    created = scratch.rehearse([create, save])[0]
+    index, prompt = kit.phrase(rng, MEAL_PHRASINGS, title=event["title"], day=said, meal=meal, category=category,
+                           radius=f"{radius:g}", event=title, list=saved_list["name"])
+    new = {"organizer": me["username"], "title": title}
+    saved = {"list_id": saved_list["list_id"], "place_id": place["place_id"]}
+    checks: list = [
+        RowExists(table="mail.calendar_events", where={**new, "start": f"{day.isoformat()}T{end}",
+                                                        "end": f"{day.isoformat()}T{finish}",
+                                                        "location": place["name"]},
+                  count=1, weight=2.0, label=f"'{title}' at {place['name']}"),
+        *(RowExists(table="mail.event_invites", where={"event_id": created["id"], "invitee_email": email},
+                    count=1, weight=1.0, label=f"{email} invited") for email in accepted),
+        RowExists(table="maps.saved_places", where=saved, count=1, weight=2.0,
+                  label=f"{place['name']} saved to '{saved_list['name']}'"),
+        DiffOnly(expected=[ExpectedChange(table="mail.calendar_events", op="insert", where=new),
+                           *(ExpectedChange(table="mail.event_invites", op="insert",
+                                            where={"event_id": created["id"], "invitee_email": email})
+                             for email in accepted),
+                           ExpectedChange(table="maps.saved_places", op="insert", where=saved)],
+                 weight=2.0, label="only the event, its invitations and the saved place"),
+        AnswerContains(values=[place["name"]], weight=1.0, label="names the place"),
+    ]
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env,
+        reference_solution=[kit.call("list_events", date=argument), kit.call("get_event", event_id=event["id"]),
+                            kit.call("nearby_places", place=event["location"], category=category, radius_km=radius,
+                                 open_on=day.isoformat(), open_at=end, sort_by="rating"),
+                            kit.call("list_my_lists"), create, save],
+        expected_answer=f"{place['name']} (rated {place['rating']}) is the best-rated {category} within "
+                        f"{radius:g} km that is open at {end}. I booked '{title}' there from {end} to {finish} "
+                        f"with {', '.join(accepted)} and saved it to '{saved_list['name']}'.",
+        checks=checks,
+        difficulty=3,
+        metadata={"phrasing": index, "event_id": event["id"], "place_id": place["place_id"]},
+    )
 
 
 # -- the commute to the first in-person meeting of a day --------------------------------------------------
@@ -320,103 +305,91 @@ COMMUTE_PHRASINGS = (
 )
 
 
-def first_meeting_commute() -> MultiTaskFamily:
+@guarded
+def first_meeting_commute(rng: random.Random, worlds: Worlds) -> TaskDraft:
     """Read a day of my calendar, skip video calls, and route to the first room (a lookup over both apps)."""
-
-    @guarded
-    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
-        _me, env, scratch, today = setup(rng, worlds)
-        known = rooms(worlds)
-        day = today + dt.timedelta(days=rng.randint(0, 7))
-        said, argument = relative_day(rng, today, day)
-        events = scratch("list_events", date=argument)
-        in_person = [e for e in events if e["location"] in known]
-        if not in_person:
-            raise Unusable("no in-person meeting that day")
-        first = in_person[0]
-        if len(in_person) > 1 and in_person[1]["start"] == first["start"]:
-            raise Unusable("two meetings start together")
-        mode, origin, origin_words, route = trip(rng, scratch, first["location"])
-        index, prompt = phrase(rng, COMMUTE_PHRASINGS, day=said, day_cap=said[0].upper() + said[1:],
-                               verb=MODES[mode][0], noun=MODES[mode][1], origin=origin_words)
-        checks = [
-            AnswerContains(values=[first["title"]], weight=1.0, label="names the meeting"),
-            AnswerContains(values=[first["location"]], weight=1.0, label="names the room"),
-            minutes_check(route),
-            no_change(),
-        ]
-        return TaskDraft(
-            prompt=prompt,
-            env_variables=env,
-            reference_solution=[call("list_events", date=argument),
-                                call("get_directions", origin=origin, destination=first["location"], mode=mode)],
-            expected_answer=f"Your first in-person meeting {said} is '{first['title']}' at {first['start'][11:16]} in "
-                            f"{first['location']}; the {MODES[mode][1]} from {origin} takes {route['duration_min']} "
-                            f"minutes ({route['distance_km']} km).",
-            checks=checks,
-            difficulty=2,
-            metadata={"phrasing": index, "event_id": first["id"], "skipped_video_calls": events.index(first)},
-        )
-
-    return MultiTaskFamily("first_in_person_meeting_commute", "context", generate)
+    _me, env, scratch, today = setup(rng, worlds)
+    known = rooms(worlds)
+    day = today + dt.timedelta(days=rng.randint(0, 7))
+    said, argument = relative_day(rng, today, day)
+    events = scratch("list_events", date=argument)
+    in_person = [e for e in events if e["location"] in known]
+    if not in_person:
+        raise Unusable("no in-person meeting that day")
+    first = in_person[0]
+    if len(in_person) > 1 and in_person[1]["start"] == first["start"]:
+        raise Unusable("two meetings start together")
+    mode, origin, origin_words, route = trip(rng, scratch, first["location"])
+    index, prompt = kit.phrase(rng, COMMUTE_PHRASINGS, day=said, day_cap=said[0].upper() + said[1:],
+                           verb=MODES[mode][0], noun=MODES[mode][1], origin=origin_words)
+    checks = [
+        AnswerContains(values=[first["title"]], weight=1.0, label="names the meeting"),
+        AnswerContains(values=[first["location"]], weight=1.0, label="names the room"),
+        minutes_check(route),
+        no_change(),
+    ]
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env,
+        reference_solution=[kit.call("list_events", date=argument),
+                            kit.call("get_directions", origin=origin, destination=first["location"], mode=mode)],
+        expected_answer=f"Your first in-person meeting {said} is '{first['title']}' at {first['start'][11:16]} in "
+                        f"{first['location']}; the {MODES[mode][1]} from {origin} takes {route['duration_min']} "
+                        f"minutes ({route['distance_km']} km).",
+        checks=checks,
+        difficulty=2,
+        metadata={"phrasing": index, "event_id": first["id"], "skipped_video_calls": events.index(first)},
+    )
 
 
 # -- impossible -----------------------------------------------------------------------------------------
 
-def travel_impossible() -> MultiTaskFamily:
+@guarded
+def travel_impossible(rng: random.Random, worlds: Worlds) -> TaskDraft:
     """A travel block for a video call (no place to go), or accepting a cancelled meeting: change nothing."""
-
-    @guarded
-    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
-        _me, env, scratch, today = setup(rng, worlds)
-        mode = rng.choice(sorted(MODES))
-        origin_words = rng.choice(ORIGINS["home"])
-        if rng.random() < 0.5:
-            event = choice(rng, [e for e in _meetings(scratch, today) if e["location"] in VIRTUAL])
-            day = dt.date.fromisoformat(event["start"][:10])
-            said, argument = relative_day(rng, today, day)
-            if not unique_title(scratch("list_events", date=argument), event["title"]):
-                raise Unusable("two meetings share the title that day")
-            index, prompt = phrase(rng, BLOCK_PHRASINGS, title=event["title"], day=said,
-                                   block=f"Travel to {event['title']}", noun=MODES[mode][1], verb=MODES[mode][0],
-                                   origin=origin_words)
-            gold = [call("list_events", date=argument)]
-            reason = f"'{event['title']}' is a {event['location']} call, so there is no room to travel to"
-            write_tools, kind = ["create_event"], "video_call"
-        else:
-            invites = [i for i in scratch("list_invites", status="all")
-                       if i["event_status"] == "cancelled" and i["my_response"] == "pending"]
-            invite = choice(rng, invites)
-            day = dt.date.fromisoformat(invite["start"][:10])
-            said, argument = relative_day(rng, today, day)
-            if not unique_title(scratch("list_invites", status="all", date=argument), invite["title"]):
-                raise Unusable("two invitations share the title that day")
-            index, prompt = phrase(rng, ACCEPT_PHRASINGS, title=invite["title"], day=said, verb=MODES[mode][0],
-                                   noun=MODES[mode][1], origin=origin_words)
-            index += len(BLOCK_PHRASINGS)
-            gold = [call("list_invites", status="all", date=argument)]
-            reason = f"'{invite['title']}' was cancelled by its organizer, so its invitation can no longer be accepted"
-            write_tools, kind = ["respond_to_invite"], "cancelled_meeting"
-        return TaskDraft(
-            prompt=prompt,
-            env_variables=env,
-            reference_solution=gold,
-            expected_answer=f"I cannot do that: {reason}.",
-            checks=impossible_checks(write_tools),
-            difficulty=2,
-            metadata={"phrasing": index, "reason": kind},
-        )
-
-    return MultiTaskFamily("travel_plan_impossible", "impossible", generate)
+    _me, env, scratch, today = setup(rng, worlds)
+    mode = rng.choice(sorted(MODES))
+    origin_words = rng.choice(ORIGINS["home"])
+    if rng.random() < 0.5:
+        event = choice(rng, [e for e in _meetings(scratch, today) if e["location"] in VIRTUAL])
+        day = dt.date.fromisoformat(event["start"][:10])
+        said, argument = relative_day(rng, today, day)
+        if not unique_title(scratch("list_events", date=argument), event["title"]):
+            raise Unusable("two meetings share the title that day")
+        index, prompt = kit.phrase(rng, BLOCK_PHRASINGS, title=event["title"], day=said,
+                               block=f"Travel to {event['title']}", noun=MODES[mode][1], verb=MODES[mode][0],
+                               origin=origin_words)
+        gold = [kit.call("list_events", date=argument)]
+        reason = f"'{event['title']}' is a {event['location']} call, so there is no room to travel to"
+        write_tools, kind = ["create_event"], "video_call"
+    else:
+        invites = [i for i in scratch("list_invites", status="all")
+                   if i["event_status"] == "cancelled" and i["my_response"] == "pending"]
+        invite = choice(rng, invites)
+        day = dt.date.fromisoformat(invite["start"][:10])
+        said, argument = relative_day(rng, today, day)
+        if not unique_title(scratch("list_invites", status="all", date=argument), invite["title"]):
+            raise Unusable("two invitations share the title that day")
+        index, prompt = kit.phrase(rng, ACCEPT_PHRASINGS, title=invite["title"], day=said, verb=MODES[mode][0],
+                               noun=MODES[mode][1], origin=origin_words)
+        index += len(BLOCK_PHRASINGS)
+        gold = [kit.call("list_invites", status="all", date=argument)]
+        reason = f"'{invite['title']}' was cancelled by its organizer, so its invitation can no longer be accepted"
+        write_tools, kind = ["respond_to_invite"], "cancelled_meeting"
+    return refusal(env, prompt, index, kind, reason, gold, write_tools)
 
 
-def families() -> list[MultiTaskFamily]:
-    return [accept_with_travel_time(), block_travel_time(), meal_after_meeting(), first_meeting_commute(),
-            travel_impossible()]
+FAMILIES: tuple[MultiTaskFamily, ...] = (
+    MultiTaskFamily("accept_invite_with_travel_time", "context", accept_with_travel_time),
+    MultiTaskFamily("block_travel_time_before_meeting", "multi_step", block_travel_time),
+    MultiTaskFamily("meal_near_meeting_room", "search_choose_write", meal_after_meeting),
+    MultiTaskFamily("first_in_person_meeting_commute", "context", first_meeting_commute),
+    MultiTaskFamily("travel_plan_impossible", "impossible", travel_impossible),
+)
 
 
 COMPOSITION = Composition(
     apps=("mail", "maps"),
     description="Calendar meetings in office rooms the map knows, and each person's home and workplace.",
-    families=families,
+    families=FAMILIES,
 )

@@ -14,23 +14,19 @@ import random
 from collections import deque
 from typing import Any
 
+from toolgym.envs import kit
 from toolgym.envs.app import TaskDraft
 from toolgym.envs.apps.tracker.data import FIRST_TODAY
 from toolgym.envs.multi.base import (
-    WINDOW_END,
     Composition,
     MultiTaskFamily,
     Scratch,
     Unusable,
     Worlds,
-    call,
     choice,
-    env_vars,
     guarded,
-    impossible_checks,
     no_change,
-    phrase,
-    random_day,
+    refusal_checks,
 )
 from toolgym.schema import AnswerContains, DiffOnly, ExpectedChange, FieldEquals, RowExists
 
@@ -46,7 +42,7 @@ WRITE = ("write", "admin")
 
 def _today(rng: random.Random) -> dt.date:
     """After the tracker's seeded activity (which ends the day before FIRST_TODAY)."""
-    return random_day(rng, FIRST_TODAY, WINDOW_END)
+    return kit.random_day(rng, FIRST_TODAY, kit.LAST_DAY)
 
 
 def _approvals(worlds: Worlds, pr_id: int) -> list[str]:
@@ -94,7 +90,7 @@ def members(worlds: Worlds, project_id: int) -> list[str]:
 
 def user_env(worlds: Worlds, username: str, today: dt.date) -> dict[str, str]:
     row = worlds["tracker"].one("SELECT name FROM users WHERE username=?", (username,))
-    return env_vars(username, row["name"] if row else username, today)
+    return kit.env_vars(username, row["name"] if row else username, today)
 
 
 def path_to_done(scratch: Scratch, project: str, status: str) -> list[str]:
@@ -160,34 +156,26 @@ APPROVE_PHRASINGS = (
 )
 
 
-def merge_and_close() -> MultiTaskFamily:
+@guarded
+def merge_and_close(rng: random.Random, worlds: Worlds) -> TaskDraft:
     """Merge a ticket's approved, green pull request and walk the ticket to Done (code_host -> tracker)."""
-
-    @guarded
-    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
-        pool = [t for t in linked_tickets(worlds) if t["pr_state"] == "open" and t["ci"] == "passing" and t["approvals"]]
-        ticket = choice(rng, pool)
-        access = permissions(worlds, ticket["repo_id"])
-        me = choice(rng, [m for m in members(worlds, ticket["project_id"]) if access.get(m) in WRITE])
-        return _merge_draft(rng, worlds, ticket, me, approve=False)
-
-    return MultiTaskFamily("merge_linked_pr_and_close_ticket", "multi_step", generate)
+    pool = [t for t in linked_tickets(worlds) if t["pr_state"] == "open" and t["ci"] == "passing" and t["approvals"]]
+    ticket = choice(rng, pool)
+    access = permissions(worlds, ticket["repo_id"])
+    me = choice(rng, [m for m in members(worlds, ticket["project_id"]) if access.get(m) in WRITE])
+    return _merge_draft(rng, worlds, ticket, me, approve=False)
 
 
-def approve_merge_and_close() -> MultiTaskFamily:
+@guarded
+def approve_merge_and_close(rng: random.Random, worlds: Worlds) -> TaskDraft:
     """Approve a green pull request nobody approved yet (not my own), merge it, close its ticket."""
-
-    @guarded
-    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
-        pool = [t for t in linked_tickets(worlds)
-                if t["pr_state"] == "open" and t["ci"] == "passing" and not t["approvals"]]
-        ticket = choice(rng, pool)
-        access = permissions(worlds, ticket["repo_id"])
-        me = choice(rng, [m for m in members(worlds, ticket["project_id"])
-                          if access.get(m) in WRITE and m != ticket["author"]])
-        return _merge_draft(rng, worlds, ticket, me, approve=True)
-
-    return MultiTaskFamily("approve_merge_and_close_ticket", "multi_step", generate)
+    pool = [t for t in linked_tickets(worlds)
+            if t["pr_state"] == "open" and t["ci"] == "passing" and not t["approvals"]]
+    ticket = choice(rng, pool)
+    access = permissions(worlds, ticket["repo_id"])
+    me = choice(rng, [m for m in members(worlds, ticket["project_id"])
+                      if access.get(m) in WRITE and m != ticket["author"]])
+    return _merge_draft(rng, worlds, ticket, me, approve=True)
 
 
 def _merge_draft(rng: random.Random, worlds: Worlds, ticket: dict[str, Any], me: str, approve: bool) -> TaskDraft:
@@ -200,20 +188,20 @@ def _merge_draft(rng: random.Random, worlds: Worlds, ticket: dict[str, Any], me:
     steps = path_to_done(scratch, ticket["project_key"], details["status"])
     method, how = _merge_phrase(rng)
     writes = [
-        *([call("review_pull_request", repo=ticket["repo"], number=ticket["number"], event="approve")] if approve else []),
-        call("merge_pull_request", repo=ticket["repo"], number=ticket["number"], merge_method=method),
-        *(call("transition_ticket", key=ticket["key"], status=status) for status in steps),
+        *([kit.call("review_pull_request", repo=ticket["repo"], number=ticket["number"], event="approve")] if approve else []),
+        kit.call("merge_pull_request", repo=ticket["repo"], number=ticket["number"], merge_method=method),
+        *(kit.call("transition_ticket", key=ticket["key"], status=status) for status in steps),
     ]
     scratch.rehearse(writes)
-    index, prompt = phrase(rng, APPROVE_PHRASINGS if approve else MERGE_PHRASINGS, key=ticket["key"], how=how)
+    index, prompt = kit.phrase(rng, APPROVE_PHRASINGS if approve else MERGE_PHRASINGS, key=ticket["key"], how=how)
     via = f" (through {', '.join(steps[:-1])})" if len(steps) > 1 else ""
     answer = (f"{'I approved and merged' if approve else 'I merged'} {ticket['repo']}#{ticket['number']} ({method}) "
               f"and moved {ticket['key']} to Done{via}.")
     return TaskDraft(
         prompt=prompt,
         env_variables=env,
-        reference_solution=[call("get_ticket", key=ticket["key"]),
-                            call("get_pull_request", repo=ticket["repo"], number=ticket["number"]), *writes],
+        reference_solution=[kit.call("get_ticket", key=ticket["key"]),
+                            kit.call("get_pull_request", repo=ticket["repo"], number=ticket["number"]), *writes],
         expected_answer=answer,
         checks=_merge_checks(ticket, method, me, approved_by_me=approve),
         difficulty=3 if approve or len(steps) > 1 else 2,
@@ -224,52 +212,48 @@ def _merge_draft(rng: random.Random, worlds: Worlds, ticket: dict[str, Any], me:
 IMPOSSIBLE_PHRASINGS = MERGE_PHRASINGS[:3]
 
 
-def merge_and_close_impossible() -> MultiTaskFamily:
+@guarded
+def merge_and_close_impossible(rng: random.Random, worlds: Worlds) -> TaskDraft:
     """The merge or the Done move is refused by a rule (CI, approval, access, a blocker): change nothing."""
-
-    @guarded
-    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
-        ticket = choice(rng, [t for t in linked_tickets(worlds) if t["pr_state"] == "open"])
-        access = permissions(worlds, ticket["repo_id"])
-        team = members(worlds, ticket["project_id"])
-        writers = [m for m in team if access.get(m) in WRITE]
-        readers = [m for m in team if access.get(m) not in WRITE
-                   and (ticket["visibility"] == "public" or m in access)]
-        if ticket["ci"] == "failing":
-            me, kind, reason = choice(rng, writers), "ci_failing", "its CI is failing"
-        elif not ticket["approvals"]:
-            me, kind, reason = choice(rng, writers), "no_approval", "it has no approving review"
-        elif readers and rng.random() < 0.5:
-            me, kind = choice(rng, readers), "no_write_access"
-            have = access.get(me)
-            reason = f"you only have {have} access to {ticket['repo']}" if have else \
-                f"you have no write access to {ticket['repo']}"
-        else:
-            me, kind, reason = choice(rng, writers), "blocked", ""
-        today = _today(rng)
-        env = user_env(worlds, me, today)
-        scratch = worlds.scratch(env)
-        details = scratch("get_ticket", key=ticket["key"])
-        if kind == "blocked":
-            if not details["open_blockers"]:
-                raise Unusable("nothing stops this merge")
-            reason = f"{ticket['key']} is blocked by unfinished {', '.join(details['open_blockers'])}"
-        elif scratch.fails("merge_pull_request", repo=ticket["repo"], number=ticket["number"]) is None:
-            raise Unusable("the merge would succeed")
-        method, how = _merge_phrase(rng)
-        index, prompt = phrase(rng, IMPOSSIBLE_PHRASINGS, key=ticket["key"], how=how)
-        return TaskDraft(
-            prompt=prompt,
-            env_variables=env,
-            reference_solution=[call("get_ticket", key=ticket["key"]),
-                                call("get_pull_request", repo=ticket["repo"], number=ticket["number"])],
-            expected_answer=f"I cannot merge {ticket['repo']}#{ticket['number']} and close {ticket['key']}: {reason}.",
-            checks=impossible_checks(["merge_pull_request", "transition_ticket"]),
-            difficulty=2,
-            metadata={"phrasing": index, "ticket": ticket["key"], "reason": kind, "method": method},
-        )
-
-    return MultiTaskFamily("merge_and_close_impossible", "impossible", generate)
+    ticket = choice(rng, [t for t in linked_tickets(worlds) if t["pr_state"] == "open"])
+    access = permissions(worlds, ticket["repo_id"])
+    team = members(worlds, ticket["project_id"])
+    writers = [m for m in team if access.get(m) in WRITE]
+    readers = [m for m in team if access.get(m) not in WRITE
+               and (ticket["visibility"] == "public" or m in access)]
+    if ticket["ci"] == "failing":
+        me, kind, reason = choice(rng, writers), "ci_failing", "its CI is failing"
+    elif not ticket["approvals"]:
+        me, kind, reason = choice(rng, writers), "no_approval", "it has no approving review"
+    elif readers and rng.random() < 0.5:
+        me, kind = choice(rng, readers), "no_write_access"
+        have = access.get(me)
+        reason = f"you only have {have} access to {ticket['repo']}" if have else \
+            f"you have no write access to {ticket['repo']}"
+    else:
+        me, kind, reason = choice(rng, writers), "blocked", ""
+    today = _today(rng)
+    env = user_env(worlds, me, today)
+    scratch = worlds.scratch(env)
+    details = scratch("get_ticket", key=ticket["key"])
+    if kind == "blocked":
+        if not details["open_blockers"]:
+            raise Unusable("nothing stops this merge")
+        reason = f"{ticket['key']} is blocked by unfinished {', '.join(details['open_blockers'])}"
+    elif scratch.fails("merge_pull_request", repo=ticket["repo"], number=ticket["number"]) is None:
+        raise Unusable("the merge would succeed")
+    method, how = _merge_phrase(rng)
+    index, prompt = kit.phrase(rng, IMPOSSIBLE_PHRASINGS, key=ticket["key"], how=how)
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env,
+        reference_solution=[kit.call("get_ticket", key=ticket["key"]),
+                            kit.call("get_pull_request", repo=ticket["repo"], number=ticket["number"])],
+        expected_answer=f"I cannot merge {ticket['repo']}#{ticket['number']} and close {ticket['key']}: {reason}.",
+        checks=refusal_checks(["merge_pull_request", "transition_ticket"]),
+        difficulty=2,
+        metadata={"phrasing": index, "ticket": ticket["key"], "reason": kind, "method": method},
+    )
 
 
 OPEN_PR_PHRASINGS = (
@@ -284,46 +268,42 @@ MERGED_PR_PHRASINGS = (
 )
 
 
-def pull_request_status() -> MultiTaskFamily:
+@guarded
+def pull_request_status(rng: random.Random, worlds: Worlds) -> TaskDraft:
     """Read a ticket, follow its code_ref into code_host, and report the pull request's state."""
-
-    @guarded
-    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
-        ticket = choice(rng, [t for t in linked_tickets(worlds) if t["pr_state"] in ("open", "merged")])
-        access = permissions(worlds, ticket["repo_id"])
-        me = choice(rng, [m for m in members(worlds, ticket["project_id"])
-                          if ticket["visibility"] == "public" or m in access])
-        env = user_env(worlds, me, _today(rng))
-        scratch = worlds.scratch(env)
-        pr = scratch("get_pull_request", repo=ticket["repo"], number=ticket["number"])
-        ref = f"{ticket['repo']}#{ticket['number']}"
-        checks: list = [AnswerContains(values=[f"#{ticket['number']}"], weight=1.0, label="names the pull request")]
-        if pr["state"] == "open":
-            index, prompt = phrase(rng, OPEN_PR_PHRASINGS, key=ticket["key"])
-            approvers = pr["approvals"]
-            checks.append(AnswerContains(values=[pr["ci_status"]], weight=2.0, label="gives the CI status"))
-            checks += [AnswerContains(values=[name], weight=1.0, label=f"names approver {name}") for name in approvers]
-            ready = pr["ci_status"] == "passing" and bool(approvers)
-            approved = f"approved by {', '.join(approvers)}" if approvers else "no approvals yet"
-            answer = f"{ref} has {pr['ci_status']} CI and {approved}; it is {'' if ready else 'not '}ready to merge."
-        else:
-            index, prompt = phrase(rng, MERGED_PR_PHRASINGS, key=ticket["key"])
-            index += len(OPEN_PR_PHRASINGS)
-            checks += [AnswerContains(values=[pr["merged_by"]], weight=2.0, label="names who merged it"),
-                       AnswerContains(values=[pr["merge_method"]], weight=1.0, label="gives the merge method")]
-            answer = f"{ref} was merged by {pr['merged_by']} with the {pr['merge_method']} method on {pr['merged_at']}."
-        return TaskDraft(
-            prompt=prompt,
-            env_variables=env,
-            reference_solution=[call("get_ticket", key=ticket["key"]),
-                                call("get_pull_request", repo=ticket["repo"], number=ticket["number"])],
-            expected_answer=answer,
-            checks=[*checks, no_change()],
-            difficulty=1,
-            metadata={"phrasing": index, "ticket": ticket["key"], "pull_request": ref},
-        )
-
-    return MultiTaskFamily("linked_pull_request_status", "lookup", generate)
+    ticket = choice(rng, [t for t in linked_tickets(worlds) if t["pr_state"] in ("open", "merged")])
+    access = permissions(worlds, ticket["repo_id"])
+    me = choice(rng, [m for m in members(worlds, ticket["project_id"])
+                      if ticket["visibility"] == "public" or m in access])
+    env = user_env(worlds, me, _today(rng))
+    scratch = worlds.scratch(env)
+    pr = scratch("get_pull_request", repo=ticket["repo"], number=ticket["number"])
+    ref = f"{ticket['repo']}#{ticket['number']}"
+    checks: list = [AnswerContains(values=[f"#{ticket['number']}"], weight=1.0, label="names the pull request")]
+    if pr["state"] == "open":
+        index, prompt = kit.phrase(rng, OPEN_PR_PHRASINGS, key=ticket["key"])
+        approvers = pr["approvals"]
+        checks.append(AnswerContains(values=[pr["ci_status"]], weight=2.0, label="gives the CI status"))
+        checks += [AnswerContains(values=[name], weight=1.0, label=f"names approver {name}") for name in approvers]
+        ready = pr["ci_status"] == "passing" and bool(approvers)
+        approved = f"approved by {', '.join(approvers)}" if approvers else "no approvals yet"
+        answer = f"{ref} has {pr['ci_status']} CI and {approved}; it is {'' if ready else 'not '}ready to merge."
+    else:
+        index, prompt = kit.phrase(rng, MERGED_PR_PHRASINGS, key=ticket["key"])
+        index += len(OPEN_PR_PHRASINGS)
+        checks += [AnswerContains(values=[pr["merged_by"]], weight=2.0, label="names who merged it"),
+                   AnswerContains(values=[pr["merge_method"]], weight=1.0, label="gives the merge method")]
+        answer = f"{ref} was merged by {pr['merged_by']} with the {pr['merge_method']} method on {pr['merged_at']}."
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env,
+        reference_solution=[kit.call("get_ticket", key=ticket["key"]),
+                            kit.call("get_pull_request", repo=ticket["repo"], number=ticket["number"])],
+        expected_answer=answer,
+        checks=[*checks, no_change()],
+        difficulty=1,
+        metadata={"phrasing": index, "ticket": ticket["key"], "pull_request": ref},
+    )
 
 
 ISSUE_PHRASINGS = (
@@ -336,74 +316,74 @@ ISSUE_PHRASINGS = (
 )
 
 
-def issue_to_ticket() -> MultiTaskFamily:
+@guarded
+def issue_to_ticket(rng: random.Random, worlds: Worlds) -> TaskDraft:
     """A code_host issue becomes a tracker ticket in the repository's project; the issue gets the key."""
-
-    @guarded
-    def generate(rng: random.Random, worlds: Worlds) -> TaskDraft:
-        link = choice(rng, worlds["tracker"].query(
-            "SELECT r.project_id, r.repo, p.key AS project_key FROM project_repos r JOIN projects p "
-            "ON p.id = r.project_id ORDER BY r.id"))
-        owner, _, name = link["repo"].partition("/")
-        code_host = worlds["code_host"]
-        repo = code_host.one("SELECT id, visibility FROM repos WHERE owner=? AND name=?", (owner, name))
-        if repo is None:
-            raise Unusable("linked repository missing")
-        issue = choice(rng, code_host.query(
-            "SELECT id, number, title FROM issues WHERE repo_id=? AND state='open' ORDER BY number", (repo["id"],)))
-        access = permissions(worlds, repo["id"])
-        me = choice(rng, [m for m in members(worlds, link["project_id"])
-                          if repo["visibility"] == "public" or m in access])
-        if worlds["tracker"].one("SELECT 1 AS x FROM tickets WHERE project_id=? AND summary=?",
-                                 (link["project_id"], issue["title"].strip())):
-            raise Unusable("a ticket with this summary exists")
-        kind, priority = rng.choice(TICKET_TYPES), rng.choice(PRIORITIES)
-        env = user_env(worlds, me, _today(rng))
-        scratch = worlds.scratch(env)
-        create = call("create_ticket", project=link["project_key"], summary=issue["title"], type=kind,
-                      priority=priority)
-        key = scratch.rehearse([create])[0]["key"]
-        note = call("comment_on_issue", repo=link["repo"], number=issue["number"], body=f"Tracked in {key}.")
-        scratch.rehearse([note])
-        index, prompt = phrase(rng, ISSUE_PHRASINGS, repo=link["repo"], number=issue["number"], type=kind,
-                               priority=priority)
-        ticket_where = {"project_id": link["project_id"], "summary": issue["title"].strip()}
-        earlier = len(code_host.query("SELECT id FROM comments WHERE issue_id=? AND author=? ORDER BY id",
-                                      (issue["id"], me)))
-        checks = [
-            RowExists(table="tracker.tickets", where={**ticket_where, "type": kind, "priority": priority,
-                                                      "reporter": me}, count=1, weight=3.0,
-                      label=f"{kind} '{issue['title']}' filed in {link['project_key']}"),
-            RowExists(table="code_host.comments", where={"issue_id": issue["id"], "author": me},
-                      count=earlier + 1, weight=1.0, label=f"comment on {link['repo']}#{issue['number']}"),
-            DiffOnly(expected=[ExpectedChange(table="tracker.tickets", op="insert", where=ticket_where),
-                               ExpectedChange(table="code_host.comments", op="insert",
-                                              where={"issue_id": issue["id"], "author": me})],
-                     weight=2.0, label="only the new ticket and the comment"),
-            AnswerContains(values=[key], weight=1.0, label="gives the new ticket key"),
-        ]
-        return TaskDraft(
-            prompt=prompt,
-            env_variables=env,
-            reference_solution=[call("get_issue", repo=link["repo"], number=issue["number"]), call("list_projects"),
-                                create, note],
-            expected_answer=f"I created {key} ({kind}, {priority}) in {link['project_key']} for {link['repo']}"
-                            f"#{issue['number']} and commented on the issue.",
-            checks=checks,
-            difficulty=2,
-            metadata={"phrasing": index, "issue": f"{link['repo']}#{issue['number']}", "ticket": key},
-        )
-
-    return MultiTaskFamily("code_host_issue_to_ticket", "multi_step", generate)
+    link = choice(rng, worlds["tracker"].query(
+        "SELECT r.project_id, r.repo, p.key AS project_key FROM project_repos r JOIN projects p "
+        "ON p.id = r.project_id ORDER BY r.id"))
+    owner, _, name = link["repo"].partition("/")
+    code_host = worlds["code_host"]
+    repo = code_host.one("SELECT id, visibility FROM repos WHERE owner=? AND name=?", (owner, name))
+    if repo is None:
+        raise Unusable("linked repository missing")
+    issue = choice(rng, code_host.query(
+        "SELECT id, number, title FROM issues WHERE repo_id=? AND state='open' ORDER BY number", (repo["id"],)))
+    access = permissions(worlds, repo["id"])
+    me = choice(rng, [m for m in members(worlds, link["project_id"])
+                      if repo["visibility"] == "public" or m in access])
+    if worlds["tracker"].one("SELECT 1 AS x FROM tickets WHERE project_id=? AND summary=?",
+                             (link["project_id"], issue["title"].strip())):
+        raise Unusable("a ticket with this summary exists")
+    kind, priority = rng.choice(TICKET_TYPES), rng.choice(PRIORITIES)
+    env = user_env(worlds, me, _today(rng))
+    scratch = worlds.scratch(env)
+    create = kit.call("create_ticket", project=link["project_key"], summary=issue["title"], type=kind,
+                  priority=priority)
+    key = scratch.rehearse([create])[0]["key"]
+    note = kit.call("comment_on_issue", repo=link["repo"], number=issue["number"], body=f"Tracked in {key}.")
+    scratch.rehearse([note])
+    index, prompt = kit.phrase(rng, ISSUE_PHRASINGS, repo=link["repo"], number=issue["number"], type=kind,
+                           priority=priority)
+    ticket_where = {"project_id": link["project_id"], "summary": issue["title"].strip()}
+    earlier = len(code_host.query("SELECT id FROM comments WHERE issue_id=? AND author=? ORDER BY id",
+                                  (issue["id"], me)))
+    checks = [
+        RowExists(table="tracker.tickets", where={**ticket_where, "type": kind, "priority": priority,
+                                                  "reporter": me}, count=1, weight=3.0,
+                  label=f"{kind} '{issue['title']}' filed in {link['project_key']}"),
+        RowExists(table="code_host.comments", where={"issue_id": issue["id"], "author": me},
+                  count=earlier + 1, weight=1.0, label=f"comment on {link['repo']}#{issue['number']}"),
+        DiffOnly(expected=[ExpectedChange(table="tracker.tickets", op="insert", where=ticket_where),
+                           ExpectedChange(table="code_host.comments", op="insert",
+                                          where={"issue_id": issue["id"], "author": me})],
+                 weight=2.0, label="only the new ticket and the comment"),
+        AnswerContains(values=[key], weight=1.0, label="gives the new ticket key"),
+    ]
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=env,
+        reference_solution=[kit.call("get_issue", repo=link["repo"], number=issue["number"]), kit.call("list_projects"),
+                            create, note],
+        expected_answer=f"I created {key} ({kind}, {priority}) in {link['project_key']} for {link['repo']}"
+                        f"#{issue['number']} and commented on the issue.",
+        checks=checks,
+        difficulty=2,
+        metadata={"phrasing": index, "issue": f"{link['repo']}#{issue['number']}", "ticket": key},
+    )
 
 
-def families() -> list[MultiTaskFamily]:
-    return [merge_and_close(), approve_merge_and_close(), merge_and_close_impossible(), pull_request_status(),
-            issue_to_ticket()]
+FAMILIES: tuple[MultiTaskFamily, ...] = (
+    MultiTaskFamily("merge_linked_pr_and_close_ticket", "multi_step", merge_and_close),
+    MultiTaskFamily("approve_merge_and_close_ticket", "multi_step", approve_merge_and_close),
+    MultiTaskFamily("merge_and_close_impossible", "impossible", merge_and_close_impossible),
+    MultiTaskFamily("linked_pull_request_status", "lookup", pull_request_status),
+    MultiTaskFamily("code_host_issue_to_ticket", "multi_step", issue_to_ticket),
+)
 
 
 COMPOSITION = Composition(
     apps=("tracker", "code_host"),
     description="Tickets linked to pull requests of the projects' repositories, over the same engineers.",
-    families=families,
+    families=FAMILIES,
 )

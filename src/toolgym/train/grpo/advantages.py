@@ -29,15 +29,12 @@ def shaped_reward(task_reward: float, partial_score: float, alpha: float) -> flo
     return task_reward + alpha * partial_score
 
 
-BASELINES = ("group_mean", "leave_one_out")
-
-
 def group_advantages(rewards: Sequence[float], std_normalize: bool = True, eps: float = 1e-6,
                      positive_only: bool = False, baseline: str = "group_mean") -> list[float]:
     """(r - mean) / (std + eps) with the sample std (n - 1), or just r - mean (Dr. GRPO).
 
-    `baseline` leave_one_out (RLOO) subtracts the mean of the *other* episodes, r - mean(r_j, j ≠ i),
-    which is n / (n - 1) · (r - mean): the baseline no longer contains the episode it judges.
+    `baseline` names a registered baseline (registry.py): group_mean, or leave_one_out (RLOO), which
+    subtracts the mean of the *other* episodes so the baseline no longer contains the episode it judges.
 
     `positive_only` zeroes the negative ones: episodes above their group's mean are reinforced, the
     rest are left alone (rejection sampling with the group mean as baseline). Callers skip groups of
@@ -46,12 +43,13 @@ def group_advantages(rewards: Sequence[float], std_normalize: bool = True, eps: 
     n = len(rewards)
     if n < MIN_GROUP_SIZE:
         return [0.0] * n
-    if baseline not in BASELINES:
-        raise ValueError(f"advantage baseline must be one of {', '.join(BASELINES)}; got {baseline!r}")
-    mean = sum(rewards) / n
-    centred = [r - mean for r in rewards]
-    if baseline == "leave_one_out":
-        centred = [c * n / (n - 1) for c in centred]
+    from toolgym.train.grpo.registry import lookup
+
+    try:
+        centre = lookup("baseline", baseline)
+    except ValueError as exc:
+        raise ValueError(f"advantage {exc}") from None
+    centred = centre(list(rewards))
     if std_normalize:
         std = math.sqrt(sum(c * c for c in centred) / (n - 1))
         centred = [c / (std + eps) for c in centred]

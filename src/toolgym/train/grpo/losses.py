@@ -8,6 +8,7 @@ selected, and never again here.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -88,30 +89,20 @@ def kl_k3(logprobs: torch.Tensor, reference_logprobs: torch.Tensor) -> torch.Ten
     return torch.exp(log_ratio) - log_ratio - 1.0
 
 
-AGGREGATIONS = ("token_mean", "sequence_mean", "dr_grpo")
-
-
 def token_weights(tokens_per_episode: list[int], aggregation: str, constant: int | None = None) -> list[float]:
-    """The weight of each token of each episode in the step's loss (Σ weight · per-token loss).
-
-    token_mean: every token of the step counts the same (DAPO): 1 / all tokens.
-    sequence_mean: each episode's tokens are averaged, then episodes (GRPO): 1 / (len · episodes).
-    dr_grpo: no length normalisation (Dr. GRPO): 1 / (episodes · constant), a fixed token budget.
-    Computing weights for the whole step up front keeps gradient accumulation exact.
+    """The weight of each token of each episode in the step's loss (Σ weight · per-token loss), by the
+    registered aggregation (token_mean, sequence_mean, dr_grpo, …; see registry.py). Computing weights for
+    the whole step up front keeps gradient accumulation exact.
     """
-    if aggregation not in AGGREGATIONS:
-        raise ValueError(f"loss aggregation must be one of {', '.join(AGGREGATIONS)}; got {aggregation!r}")
-    counted = [n for n in tokens_per_episode if n > 0]
-    if not counted:
+    from toolgym.train.grpo.registry import lookup
+
+    try:
+        aggregate = lookup("aggregation", aggregation)
+    except ValueError as exc:
+        raise ValueError(f"loss {exc}") from None
+    if not any(n > 0 for n in tokens_per_episode):
         return [0.0 for _ in tokens_per_episode]
-    if aggregation == "token_mean":
-        total = sum(counted)
-        return [1.0 / total if n else 0.0 for n in tokens_per_episode]
-    if aggregation == "sequence_mean":
-        return [1.0 / (n * len(counted)) if n else 0.0 for n in tokens_per_episode]
-    if not constant or constant < 1:
-        raise ValueError("dr_grpo aggregation needs a positive constant (tokens per episode budget)")
-    return [1.0 / (len(counted) * constant) if n else 0.0 for n in tokens_per_episode]
+    return aggregate(tokens_per_episode, constant)
 
 
 def masked_sum(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
@@ -122,19 +113,20 @@ def masked_sum(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
 def policy_loss(logprobs: torch.Tensor, sampler_logprobs: torch.Tensor, advantages: torch.Tensor,
                 weights: torch.Tensor, *, clip_low: float = 0.2, clip_high: float = 0.28,
                 kl_coef: float = 0.0, reference_logprobs: torch.Tensor | None = None,
-                kl_logprobs: torch.Tensor | None = None,
-                sequence_ratios: torch.Tensor | None = None) -> tuple[torch.Tensor, Surrogate, torch.Tensor | None]:
+                kl_logprobs: torch.Tensor | None = None, sequence_ratios: torch.Tensor | None = None,
+                objective: str | None = None, settings: Any | None = None) -> tuple[torch.Tensor, Surrogate, torch.Tensor | None]:
     """The step's loss contribution of these tokens: Σ weight · (surrogate + kl_coef · k3).
 
-    `kl_logprobs` are the policy's log-probs the KL compares with the reference's (default
-    `logprobs`; the trainer passes temperature-1 ones so the KL is between the two models).
-    `sequence_ratios` (each token's episode ratio, GSPO) replace the per-token ratios.
+    `objective` names a registered loss (default: sequence when `sequence_ratios`, each token's episode
+    ratio, are given, else token). `kl_logprobs` are the policy's log-probs the KL compares with the
+    reference's (default `logprobs`; the trainer passes temperature-1 ones so the KL is between the models).
     """
-    if sequence_ratios is None:
-        surrogate = clipped_surrogate(logprobs, sampler_logprobs, advantages, clip_low, clip_high)
-    else:
-        surrogate = clipped_surrogate_of(sequence_ratio_per_token(logprobs, sequence_ratios), advantages,
-                                         clip_low, clip_high)
+    from toolgym.train.grpo.registry import LossInputs, lookup
+
+    option = lookup("loss", objective or ("sequence" if sequence_ratios is not None else "token"))
+    # the registered loss reads the run's LossSettings (or, called alone, just the clip range)
+    surrogate = option.fn(LossInputs(logprobs, sampler_logprobs, advantages, sequence_ratios),
+                          settings if settings is not None else _Clip(clip_low, clip_high))
     per_token = surrogate.loss
     kl = None
     if reference_logprobs is not None:
@@ -142,6 +134,14 @@ def policy_loss(logprobs: torch.Tensor, sampler_logprobs: torch.Tensor, advantag
         if kl_coef:
             per_token = per_token + kl_coef * kl
     return masked_sum(per_token, weights), surrogate, kl
+
+
+@dataclass(frozen=True)
+class _Clip:
+    """The clip range a registered loss reads (the fields of LossSettings it needs)."""
+
+    clip_low: float
+    clip_high: float
 
 
 def cross_entropy_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

@@ -43,16 +43,16 @@ from toolgym.train.checkpoint import (
     save_checkpoint,
 )
 from toolgym.train.grpo.advantages import Group, GroupStats, build_groups
-from toolgym.train.grpo.config import GRPOConfig
+from toolgym.train.grpo.config import GRPOConfig, fingerprint_of_recorded
 from toolgym.train.grpo.curriculum import Curriculum, CurriculumRule
 from toolgym.train.grpo.losses import cross_entropy_logprobs
 from toolgym.train.grpo.policy import SharedModelPolicy
 from toolgym.train.grpo.rollouts import RolloutPool, step_sampling
-from toolgym.train.grpo.update import UpdateSettings, policy_update
+from toolgym.train.grpo.update import policy_update
 from toolgym.train.loss import supervised_logits
 from toolgym.train.metrics import MetricsLog
 from toolgym.train.optim import build_optimizer, build_scheduler
-from toolgym.train.runtime import LoraSettings, apply_lora, cpu_seconds, resolve_device, resolve_precision
+from toolgym.train.runtime import apply_lora, cpu_seconds, resolve_device, resolve_precision
 
 EVALS_DIR = "evals"
 BEST_DIR = "best"
@@ -117,8 +117,7 @@ def load_model_for_grpo(config: GRPOConfig) -> Any:
         if config.lora.enabled:
             model.enable_input_require_grads()
     if config.lora.enabled:
-        lora = config.lora
-        model = apply_lora(model, LoraSettings(lora.rank, lora.alpha, lora.dropout, list(lora.target_modules)))
+        model = apply_lora(model, config.lora)
     return model
 
 
@@ -234,8 +233,8 @@ class _Run:
         if config.loss.kl_coef > 0 and not config.lora.enabled:
             # Full fine-tuning has no switch-off for its update: the reference is a frozen copy of the start.
             self.reference_model = copy.deepcopy(model).eval().requires_grad_(False)
-        optimizer = build_optimizer(model, config.optim.lr, config.optim.weight_decay, name=config.optim.optimizer,
-                                    momentum=config.optim.momentum)
+        optimizer = build_optimizer(model, config.optim.lr, config.optim.weight_decay,
+                                    name=config.experimental.optimizer, momentum=config.experimental.momentum)
         total_updates = config.steps * config.optim.mini_batches * config.optim.update_epochs
         self.scheduler = build_scheduler(optimizer, config.optim.schedule, config.optim.warmup_steps, total_updates)
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
@@ -246,10 +245,15 @@ class _Run:
             self.reference_model.to(self.accelerator.device)
         autocast_dtype = torch.bfloat16 if self.accelerator.mixed_precision == "bf16" else None
         unwrapped = self.accelerator.unwrap_model(self.model)
-        self.policy = SharedModelPolicy(
-            unwrapped, self.tokenizer, name=f"grpo:{self.out.resolve()}", device=str(self.accelerator.device),
-            max_batch_size=config.engine.max_batch_size, batch_wait_ms=config.engine.batch_wait_ms,
-            autocast_dtype=autocast_dtype)
+        if config.engine.name == "vllm":  # rollouts in vLLM, the trainer's weights pushed and verified each step
+            from toolgym.train.grpo.weight_sync import build_vllm_engine
+
+            self.policy = build_vllm_engine(config, unwrapped, self.tokenizer)
+        else:
+            self.policy = SharedModelPolicy(
+                unwrapped, self.tokenizer, name=f"grpo:{self.out.resolve()}", device=str(self.accelerator.device),
+                max_batch_size=config.engine.max_batch_size, batch_wait_ms=config.engine.batch_wait_ms,
+                autocast_dtype=autocast_dtype)
         sampling = config.sampling
         self.sampling = SamplingParams(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k,
                                        max_new_tokens=sampling.max_new_tokens, stop=list(sampling.stop))
@@ -262,15 +266,6 @@ class _Run:
         self.pool = RolloutPool(self.policy, slots=slots, env_factory=self.env_factory,
                                 episode_kwargs=self.episode_kwargs)
         self.metrics = MetricsLog(self.out, self.accelerator)
-        loss = config.loss
-        self.update_settings = UpdateSettings(
-            clip_low=loss.clip_low, clip_high=loss.clip_high, kl_coef=loss.kl_coef, aggregation=loss.aggregation,
-            dr_grpo_constant=loss.dr_grpo_constant or sampling.max_new_tokens * sampling.max_turns,
-            temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k,
-            match_sampler_truncation=loss.match_sampler_truncation, batch_tokens=config.optim.batch_tokens,
-            mini_batches=config.optim.mini_batches, update_epochs=config.optim.update_epochs,
-            max_grad_norm=config.optim.max_grad_norm, kl_quiet_episodes=loss.kl_quiet_episodes,
-            ratio_level=loss.ratio_level)
 
     # -- resume -----------------------------------------------------------------------------------
 
@@ -293,6 +288,10 @@ class _Run:
     def resume(self) -> dict[str, Any]:
         fields = self.manifest_fields()
         previous = read_manifest(self.out)
+        if previous and isinstance(previous.get("config"), dict) \
+                and previous.get("config_fingerprint") != fields["config_fingerprint"]:
+            # a run recorded under an earlier fingerprint rule (or shape) is judged by today's rule
+            previous = {**previous, "config_fingerprint": fingerprint_of_recorded(previous["config"])}
         latest = latest_checkpoint(self.out)
         changed = changed_since_checkpoint(self.out, previous, fields, ("config_fingerprint", "tasks_sha256", "base_model"))
         if changed:
@@ -326,11 +325,11 @@ class _Run:
         return [self.tasks_by_id[i] for i in ids]
 
     def build_groups(self, episodes: list[Episode]) -> tuple[list[Group], GroupStats]:
-        advantage = self.config.advantage
+        advantage, experimental = self.config.advantage, self.config.experimental
         return build_groups(episodes, self.config.reward.alpha_for, std_normalize=advantage.std_normalize,
-                            positive_only=advantage.positive_only, baseline=advantage.baseline,
-                            solved_anchor=advantage.solved_anchor,
-                            anchor_episodes=advantage.anchor_episodes, reward_fn=self.reward_fn)
+                            positive_only=experimental.positive_only, baseline=advantage.baseline,
+                            solved_anchor=experimental.solved_anchor,
+                            anchor_episodes=experimental.anchor_episodes, reward_fn=self.reward_fn)
 
     def sample_step(self, step: int) -> tuple[list[Task], list[Episode], int]:
         """The step's tasks, their episodes and the sampling rounds it took: one round, or with dynamic
@@ -391,7 +390,7 @@ class _Run:
         lr = float(self.scheduler.get_last_lr()[0])
         self.model.train()
         stats = policy_update(  # no optimizer step when no episode is trained (train_items decides which)
-            self.model, self.optimizer, groups, self.update_settings, pad_id=self.pad_id,
+            self.model, self.optimizer, groups, config, pad_id=self.pad_id,
             device=self.accelerator.device, rng=random.Random(f"toolgym-grpo-mini/{config.seed}/{step}"),
             backward=self.accelerator.backward,
             clip_grad=self._clip_grad, autocast=self.accelerator.autocast, reference=self.reference())
@@ -403,7 +402,8 @@ class _Run:
                                "updated": stats.optimizer_steps > 0, "sampling_rounds": rounds,
                                "seconds_rollout": round(rollout_s, 3), "seconds_update": round(update_s, 3),
                                "curriculum_weights": self.curriculum.weight_counts(),
-                               "families": self.family_counts(groups)}
+                               "families": self.family_counts(groups),
+                               **getattr(self.policy, "sync_metrics", dict)()}  # vllm: the step's weight sync
         row["tool_call_collapse"] = self._check_collapse(row, state)
         return row
 
@@ -463,16 +463,10 @@ class _Run:
 
     def evaluate(self, step: int, state: dict[str, Any]) -> dict[str, Any]:
         """Eval the current weights into OUT/evals/step-<step>/ (resumable) and track the best step per split."""
-        from toolgym.eval.evaluate import EvalConfig, run_eval
+        from toolgym.eval.evaluate import run_eval
 
-        config = self.config
-        settings = config.eval
-        sampling = config.sampling
-        eval_config = EvalConfig(
-            samples_per_task=settings.samples_per_task, trials=settings.trials, ks=list(settings.ks),
-            temperature=settings.temperature, top_p=settings.top_p, max_new_tokens=sampling.max_new_tokens,
-            seed=config.seed, greedy=settings.greedy, concurrency=settings.concurrency, max_turns=sampling.max_turns,
-            max_context_tokens=sampling.max_context_tokens, timeout_s=sampling.timeout_s, done_tool=sampling.done_tool)
+        settings = self.config.eval
+        eval_config = self.config.eval_config()
         self.policy.weights_changed(f"{self.out.resolve()}@step-{step}")
         result = asyncio.run(run_eval(
             self.eval_tasks, self.policy, out_dir=self.out / EVALS_DIR / f"step-{step}", config=eval_config,

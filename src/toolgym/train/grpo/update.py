@@ -5,8 +5,10 @@ Training consumes each episode's `samples` as recorded (input_ids, loss_mask, sa
 nothing is re-rendered (docs/architecture.md). The ratio's denominator is the sampler's own
 log-prob of each token. `update_epochs` > 1 passes over the same rollouts again (PPO's epochs, TRL's
 `num_iterations`): rollouts cost far more than updates on a CPU, and the clipped ratio bounds how far
-the later passes go. With `ratio_level: sequence` (GSPO) each episode's ratio is computed first, in a
-pass without gradients over the optimizer step's episodes, and its tokens train with that one ratio.
+the later passes go. The loss is the registered objective `loss.objective` (registry.py); for one that
+takes sequence ratios (GSPO) each episode's ratio is computed first, in a pass without gradients over
+the optimizer step's episodes, and its tokens train with that one ratio. The settings are the run's
+validated GRPOSettings, passed as they are.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import torch
 
+from toolgym.config.grpo import GRPOSettings
 from toolgym.schema import TrainingSample
 from toolgym.train.batching import IGNORE_INDEX, Batch, collate, micro_batches, prefix_keys, supervised_count
 from toolgym.train.grpo.advantages import Group
@@ -29,6 +32,8 @@ from toolgym.train.grpo.losses import (
     sampled_token_logprobs,
     token_weights,
 )
+from toolgym.train.grpo.mismatch import StepCorrection, step_correction
+from toolgym.train.grpo.registry import lookup
 from toolgym.train.loss import supervised_logits
 
 
@@ -40,25 +45,6 @@ class TrainItem:
     advantage: float
     weight: float
     episode: int  # index of the episode among the step's trained episodes
-
-
-@dataclass
-class UpdateSettings:
-    clip_low: float = 0.2
-    clip_high: float = 0.28
-    kl_coef: float = 0.0
-    aggregation: str = "token_mean"
-    dr_grpo_constant: int | None = None
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    match_sampler_truncation: bool = True
-    batch_tokens: int = 8192
-    mini_batches: int = 1
-    update_epochs: int = 1
-    max_grad_norm: float = 1.0
-    kl_quiet_episodes: int = 0  # episodes of each zero-variance group trained for the KL term alone
-    ratio_level: str = "token"  # token | sequence (GSPO: one importance ratio per episode)
 
 
 @dataclass
@@ -77,6 +63,7 @@ class UpdateStats:
     sampler_gap_tokens: int = 0
     optimizer_steps: int = 0
     grad_norms: tuple[float, ...] = ()
+    mismatch: dict[str, Any] | None = None  # the sampler-vs-trainer numbers of loss.mismatch (mismatch.py)
 
     def row(self) -> dict[str, Any]:
         n = max(self.tokens, 1)
@@ -92,6 +79,7 @@ class UpdateStats:
             "sampler_logprob_gap": self.sampler_gap_sum / self.sampler_gap_tokens if self.sampler_gap_tokens else None,
             "optimizer_steps": self.optimizer_steps,
             "grad_norm": max(self.grad_norms) if self.grad_norms else None,
+            **(self.mismatch or {}),
         }
 
 
@@ -166,7 +154,7 @@ def _aligned(items: list[TrainItem], batch: Batch) -> Aligned:
                    episodes[selected].to(device))
 
 
-def _forward(model: Any, batch: Batch, settings: UpdateSettings,
+def _forward(model: Any, batch: Batch, settings: GRPOSettings,
              autocast: Callable[[], contextlib.AbstractContextManager[Any]]
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Logits and targets at the trained positions, and the log-probs the sampler's ratio compares."""
@@ -175,15 +163,16 @@ def _forward(model: Any, batch: Batch, settings: UpdateSettings,
     return logits, targets, _token_logprobs(logits, targets, settings)
 
 
-def _token_logprobs(logits: torch.Tensor, targets: torch.Tensor, settings: UpdateSettings) -> torch.Tensor:
-    if settings.match_sampler_truncation:
-        return sampled_token_logprobs(logits, targets, temperature=settings.temperature,
-                                      top_p=settings.top_p, top_k=settings.top_k)
-    return sampled_token_logprobs(logits, targets, temperature=settings.temperature)
+def _token_logprobs(logits: torch.Tensor, targets: torch.Tensor, settings: GRPOSettings) -> torch.Tensor:
+    sampling = settings.sampling
+    if settings.loss.match_sampler_truncation:
+        return sampled_token_logprobs(logits, targets, temperature=sampling.temperature,
+                                      top_p=sampling.top_p, top_k=sampling.top_k)
+    return sampled_token_logprobs(logits, targets, temperature=sampling.temperature)
 
 
 def sequence_ratios(model: Any, items: list[TrainItem], chunks: list[list[int]], episodes: int, *, pad_id: int,
-                    device: torch.device | str, settings: UpdateSettings,
+                    device: torch.device | str, settings: GRPOSettings,
                     autocast: Callable[[], contextlib.AbstractContextManager[Any]]) -> torch.Tensor:
     """GSPO: each trained episode's ratio under the current weights, exp(mean over its tokens of
     logp - logp_sampler), from a forward without gradients (an episode's samples may lie in several
@@ -202,11 +191,20 @@ def sequence_ratios(model: Any, items: list[TrainItem], chunks: list[list[int]],
     return torch.exp(sums / counts.clamp(min=1.0)).float()
 
 
+def _no_grad_logprobs(model: Any, items: list[TrainItem], settings: GRPOSettings, *, pad_id: int,
+                      device: torch.device | str, autocast: Callable[[], contextlib.AbstractContextManager[Any]]
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The trainer's and the sampler's log-probs at these items' trained positions (for mismatch.py)."""
+    batch = collate([item.sample for item in items], pad_id).to(device)
+    with torch.no_grad():
+        return _forward(model, batch, settings, autocast)[2], _aligned(items, batch).sampler
+
+
 def policy_update(
     model: Any,
     optimizer: torch.optim.Optimizer,
     groups: list[Group],
-    settings: UpdateSettings,
+    settings: GRPOSettings,
     *,
     pad_id: int,
     device: torch.device | str,
@@ -222,26 +220,33 @@ def policy_update(
     (LoRA: the adapter disabled; full weights: a frozen copy); None when no KL is wanted.
     """
     stats = UpdateStats()
-    episodes = train_items(groups, settings.kl_quiet_episodes if reference is not None else 0)
+    optim = settings.optim
+    episodes = train_items(groups, settings.experimental.kl_quiet_episodes if reference is not None else 0)
     if not episodes:
         return stats
-    passes = [mini for _ in range(settings.update_epochs)
-              for mini in split_mini_batches(episodes, settings.mini_batches, rng)]
+    correction = None
+    if settings.loss.mismatch.kind != "none":  # π_old of every sample, before any optimizer step of this step
+        correction = step_correction(settings.loss.mismatch, [item for items in episodes for item in items],
+                                     lambda chosen: _no_grad_logprobs(model, chosen, settings, pad_id=pad_id,
+                                                                      device=device, autocast=autocast))
+        stats.mismatch = correction.stats.row()
+    passes = [mini for _ in range(optim.update_epochs)
+              for mini in split_mini_batches(episodes, optim.mini_batches, rng)]
     for mini in passes:
-        items = with_weights(mini, settings.aggregation, settings.dr_grpo_constant)
+        items = with_weights(mini, settings.loss.aggregation, settings.dr_grpo_constant)
         lengths = [len(item.sample.input_ids) for item in items]
         keys = prefix_keys([item.sample for item in items])
-        chunks = micro_batches(lengths, list(range(len(items))), settings.batch_tokens, keys=keys)
+        chunks = micro_batches(lengths, list(range(len(items))), optim.batch_tokens, keys=keys)
         ratios = None
-        if settings.ratio_level == "sequence":
+        if lookup("loss", settings.loss.objective).sequence_ratios:
             ratios = sequence_ratios(model, items, chunks, len(episodes), pad_id=pad_id, device=device,
                                      settings=settings, autocast=autocast)
         for indices in chunks:
             chosen = [items[i] for i in indices]
             _micro_step(model, chosen, settings, stats, pad_id=pad_id, device=device, backward=backward,
                         autocast=autocast, reference=reference, first=stats.optimizer_steps == 0,
-                        episode_ratios=ratios)
-        grad_norm = clip_grad(settings.max_grad_norm)
+                        episode_ratios=ratios, correction=correction)
+        grad_norm = clip_grad(optim.max_grad_norm)
         stats.grad_norms = (*stats.grad_norms, grad_norm)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -249,22 +254,26 @@ def policy_update(
     return stats
 
 
-def _micro_step(model: Any, items: list[TrainItem], settings: UpdateSettings, stats: UpdateStats, *, pad_id: int,
+def _micro_step(model: Any, items: list[TrainItem], settings: GRPOSettings, stats: UpdateStats, *, pad_id: int,
                 device: torch.device | str, backward: Callable[[torch.Tensor], None],
                 autocast: Callable[[], contextlib.AbstractContextManager[Any]],
                 reference: Callable[[Batch], torch.Tensor] | None, first: bool,
-                episode_ratios: torch.Tensor | None = None) -> None:
+                episode_ratios: torch.Tensor | None = None, correction: StepCorrection | None = None) -> None:
     batch = collate([item.sample for item in items], pad_id).to(device)
     aligned = _aligned(items, batch)
     sampler = aligned.sampler
+    denominator, weights = sampler, aligned.weights
+    if correction is not None:  # ratio against the trainer's π_old; ρ = π_old / π_sampler weights each token
+        old, rho = correction.of(items)
+        denominator, weights = old.to(sampler.device), aligned.weights * rho.to(aligned.weights.device)
     reference_logprobs = reference(batch) if reference is not None else None
     logits, targets, logprobs = _forward(model, batch, settings, autocast)
     kl_logprobs = cross_entropy_logprobs(logits, targets) if reference_logprobs is not None else None
     per_token_ratios = episode_ratios.to(logprobs.device)[aligned.episodes] if episode_ratios is not None else None
-    loss, surrogate, kl = policy_loss(logprobs, sampler, aligned.advantages, aligned.weights,
-                                      clip_low=settings.clip_low, clip_high=settings.clip_high,
-                                      kl_coef=settings.kl_coef, reference_logprobs=reference_logprobs,
-                                      kl_logprobs=kl_logprobs, sequence_ratios=per_token_ratios)
+    loss, surrogate, kl = policy_loss(logprobs, denominator, aligned.advantages, weights,
+                                      kl_coef=settings.loss.kl_coef, reference_logprobs=reference_logprobs,
+                                      kl_logprobs=kl_logprobs, sequence_ratios=per_token_ratios,
+                                      objective=settings.loss.objective, settings=settings.loss)
     if kl is not None:
         stats.kl_sum += float(kl.detach().sum())
         stats.kl_tokens += int(kl.numel())
@@ -273,7 +282,7 @@ def _micro_step(model: Any, items: list[TrainItem], settings: UpdateSettings, st
         n = int(logprobs.numel())
         stats.tokens += n
         stats.loss += float(loss.detach())
-        stats.entropy_sum += float(entropy(logits.detach(), settings.temperature).sum())
+        stats.entropy_sum += float(entropy(logits.detach(), settings.sampling.temperature).sum())
         stats.ratio_sum += float(surrogate.ratio.detach().sum())
         stats.clipped_low += int(surrogate.clipped_low.sum())
         stats.clipped_high += int(surrogate.clipped_high.sum())

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from faker import Faker
 
+from toolgym.envs import kit
 from toolgym.envs.apps.booking.rules import confirmation_code, stay_nights
-from toolgym.envs.people import population
 
 
 @dataclass(frozen=True)
@@ -106,9 +106,6 @@ def _miles(a: CitySeed, b: CitySeed) -> float:
     return 3959 * 2 * math.asin(math.sqrt(h))
 
 
-def _day(start: dt.date, end: dt.date, rng: random.Random) -> dt.date:
-    return start + dt.timedelta(days=rng.randint(0, (end - start).days))
-
 
 def _hhmm(minutes: int) -> str:
     minutes %= 24 * 60
@@ -117,36 +114,21 @@ def _hhmm(minutes: int) -> str:
 
 def seed_booking(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
     """Fill every table; the order of draws is fixed, so the result is a pure function of the seeds."""
-    previous_factory = db.row_factory
-    db.row_factory = sqlite3.Row  # rows by column name while seeding; restored for the caller
-    try:
+    with kit.named_rows(db):
         _seed_all(db, fake, rng)
-    finally:
-        db.row_factory = previous_factory
 
 
 def _seed_all(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
-    user_ids = _seed_users(db)
+    user_ids = kit.insert_population(db)
     cities = _seed_cities(db)
     _seed_flights(db, rng, cities)
     _seed_hotels(db, fake, rng, cities)
     active = sorted(rng.sample(user_ids, ACTIVE_USERS))
-    cards = _seed_payment_methods(db, rng, active)
+    cards = kit.insert_cards(db, rng, active, second_card=0.35)
     occupancy: dict[tuple[int, str], int] = {}
     _seed_sold_out_blocks(db, rng, active, cards, occupancy)
     _seed_trips(db, rng, active, cards, occupancy)
     _seed_reviews(db, rng, active)
-
-
-def _seed_users(db: sqlite3.Connection) -> list[int]:
-    ids = []
-    for index, person in enumerate(population(), start=1):
-        db.execute(
-            "INSERT INTO users(id, username, name, email, phone, home_city) VALUES (?, ?, ?, ?, ?, ?)",
-            (index, person.username, person.name, person.email, person.phone, person.city),
-        )
-        ids.append(index)
-    return ids
 
 
 def _seed_cities(db: sqlite3.Connection) -> dict[str, CitySeed]:
@@ -181,7 +163,7 @@ def _seed_flights(db: sqlite3.Connection, rng: random.Random, cities: dict[str, 
             timetable[(origin, destination)] = entries
         for _ in range(5):
             out_leg = (a, b) if rng.random() < 0.5 else (b, a)
-            out_day = _day(SEASON_START, SEASON_END - dt.timedelta(days=11), rng)
+            out_day = kit.random_day(rng, SEASON_START, SEASON_END - dt.timedelta(days=11))
             back_day = out_day + dt.timedelta(days=rng.randint(2, 10))
             for (origin, destination), day in ((out_leg, out_day), ((out_leg[1], out_leg[0]), back_day)):
                 entries = rng.sample(timetable[(origin, destination)], rng.randint(2, 4))
@@ -253,31 +235,6 @@ def _seed_hotels(db: sqlite3.Connection, fake: Faker, rng: random.Random, cities
                 )
 
 
-def _seed_payment_methods(db: sqlite3.Connection, rng: random.Random, active: list[int]) -> dict[int, int]:
-    """Every active user gets a valid default card; some also carry a second or an expired one."""
-    default_card: dict[int, int] = {}
-    for user_id in active:
-        kinds = ["visa", "mastercard", "amex", "paypal"]
-        kind = rng.choice(kinds)
-        cur = db.execute(
-            "INSERT INTO payment_methods(user_id, kind, last4, expires, is_default) VALUES (?, ?, ?, ?, 1)",
-            (user_id, kind, f"{rng.randint(0, 9999):04d}", f"{rng.randint(2027, 2031)}-{rng.randint(1, 12):02d}"),
-        )
-        default_card[user_id] = int(cur.lastrowid)
-        if rng.random() < 0.35:
-            db.execute(
-                "INSERT INTO payment_methods(user_id, kind, last4, expires, is_default) VALUES (?, ?, ?, ?, 0)",
-                (user_id, rng.choice(kinds), f"{rng.randint(0, 9999):04d}",
-                 f"{rng.randint(2027, 2030)}-{rng.randint(1, 12):02d}"),
-            )
-        if rng.random() < 0.15:
-            db.execute(
-                "INSERT INTO payment_methods(user_id, kind, last4, expires, is_default) VALUES (?, ?, ?, ?, 0)",
-                (user_id, rng.choice(kinds[:3]), f"{rng.randint(0, 9999):04d}", f"2025-{rng.randint(1, 12):02d}"),
-            )
-    return default_card
-
-
 def _room_is_free(occupancy: dict[tuple[int, str], int], room: sqlite3.Row, check_in: str, check_out: str) -> bool:
     return all(occupancy.get((room["id"], night), 0) < room["total_rooms"] for night in stay_nights(check_in, check_out))
 
@@ -328,7 +285,7 @@ def _seed_sold_out_blocks(
     rooms = db.execute("SELECT * FROM room_types ORDER BY id").fetchall()
     pending: list[_Pending] = []
     for room in rng.sample(rooms, SOLD_OUT_BLOCKS):
-        check_in = _day(dt.date(2026, 4, 6), dt.date(2026, 9, 5), rng)
+        check_in = kit.random_day(rng, dt.date(2026, 4, 6), dt.date(2026, 9, 5))
         nights = rng.randint(3, 6)
         for _ in range(room["total_rooms"]):
             user_id = rng.choice(active)
@@ -404,7 +361,7 @@ def _seed_reviews(db: sqlite3.Connection, rng: random.Random, active: list[int])
         seen.add((hotel_id, user_id))
         rating = rng.choices([5, 4, 3, 2, 1], weights=[35, 35, 15, 10, 5])[0]
         pool = GOOD_COMMENTS if rating >= 4 else MIXED_COMMENTS if rating == 3 else BAD_COMMENTS
-        created = _day(dt.date(2025, 10, 1), dt.date(2026, 3, 20), rng).isoformat()
+        created = kit.random_day(rng, dt.date(2025, 10, 1), dt.date(2026, 3, 20)).isoformat()
         rows.append((hotel_id, user_id, rating, rng.choice(pool), created))
     for row in sorted(rows, key=lambda r: (r[4], r[0], r[1])):
         db.execute("INSERT INTO reviews(hotel_id, user_id, rating, comment, created_on) VALUES (?, ?, ?, ?, ?)", row)

@@ -5,16 +5,10 @@ text (YYYY-MM-DD), times HH:MM local. Availability of hotel rooms is not stored:
 the confirmed reservations overlapping each night, so a cancellation frees the room with no counter.
 """
 
-SCHEMA = """
-CREATE TABLE users (
-    id INTEGER PRIMARY KEY,
-    username TEXT NOT NULL UNIQUE,
-    name TEXT NOT NULL,
-    email TEXT NOT NULL,
-    phone TEXT NOT NULL,
-    home_city TEXT NOT NULL
-);
+from toolgym.envs import kit
 
+SCHEMA = f"""
+{kit.POPULATION_USERS_TABLE}
 CREATE TABLE cities (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
@@ -65,16 +59,7 @@ CREATE TABLE room_types (
 );
 CREATE INDEX idx_room_types_hotel ON room_types(hotel_id);
 
-CREATE TABLE payment_methods (
-    id INTEGER PRIMARY KEY,
-    user_id INTEGER NOT NULL REFERENCES users(id),
-    kind TEXT NOT NULL CHECK (kind IN ('visa', 'mastercard', 'amex', 'paypal')),
-    last4 TEXT NOT NULL,
-    expires TEXT NOT NULL,
-    is_default INTEGER NOT NULL DEFAULT 0 CHECK (is_default IN (0, 1))
-);
-CREATE INDEX idx_payment_methods_user ON payment_methods(user_id);
-
+{kit.CARDS_TABLE}
 CREATE TABLE flight_bookings (
     id INTEGER PRIMARY KEY,
     code TEXT NOT NULL UNIQUE,

@@ -8,49 +8,11 @@ be ambiguous (a tie) is rejected rather than guessed.
 
 from __future__ import annotations
 
-import datetime as dt
-import random
 from typing import Any
 
-from toolgym.envs import World
-from toolgym.envs.app import answer_has as answer_has  # re-exported: the check builders apps share
-from toolgym.envs.app import diff_only as diff_only
-from toolgym.envs.app import impossible_checks as impossible_checks
-from toolgym.envs.app import lookup_checks as lookup_checks
+from toolgym.envs import World, kit
 from toolgym.envs.apps.booking.rules import confirmation_code
-from toolgym.schema import (
-    Check,
-    ExpectedChange,
-    FieldEquals,
-    RowExists,
-    ToolCall,
-)
-
-FIRST_DAY = dt.date(2026, 4, 1)  # range of CURRENT_DATE in tasks
-LAST_DAY = dt.date(2026, 8, 31)
-
-
-def iso(day: dt.date) -> str:
-    return day.isoformat()
-
-
-def day_of(text: str) -> dt.date:
-    return dt.date.fromisoformat(text)
-
-
-def human_date(text: str) -> str:
-    """'2026-05-03' -> 'May 3, 2026': some prompts say dates the way people do."""
-    day = day_of(text)
-    return f"{day.strftime('%B')} {day.day}, {day.year}"
-
-
-def pick_today(rng: random.Random, before: dt.date, lead_days: int = 45) -> dt.date | None:
-    """A CURRENT_DATE in the task range, 1..lead_days days before `before`; None if there is none."""
-    low = max(FIRST_DAY, before - dt.timedelta(days=lead_days))
-    high = min(LAST_DAY, before - dt.timedelta(days=1))
-    if low > high:
-        return None
-    return low + dt.timedelta(days=rng.randint(0, (high - low).days))
+from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
 
 
 def active_users(world: World) -> list[dict[str, Any]]:
@@ -60,16 +22,6 @@ def active_users(world: World) -> list[dict[str, Any]]:
         "AND p.is_default = 1 WHERE EXISTS (SELECT 1 FROM flight_bookings b WHERE b.user_id = u.id) "
         "OR EXISTS (SELECT 1 FROM hotel_reservations r WHERE r.user_id = u.id) ORDER BY u.id"
     )
-
-
-def user_by_id(world: World, user_id: int) -> dict[str, Any]:
-    row = world.one("SELECT id, username, name FROM users WHERE id=?", (user_id,))
-    assert row is not None, f"no user {user_id}"
-    return row
-
-
-def env_for(user: dict[str, Any], today: dt.date) -> dict[str, str]:
-    return {"CURRENT_DATE": iso(today), "LOGGED_IN_USER": user["username"], "LOGGED_IN_NAME": user["name"]}
 
 
 def city_names(world: World) -> dict[str, str]:
@@ -90,37 +42,15 @@ def flights_on(world: World, origin: str, destination: str, date: str) -> list[d
         (origin, destination, date))
 
 
-def unique_best(rows: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
-    """The row with the smallest `key`, or None when empty or tied (the task would be ambiguous)."""
-    if not rows:
-        return None
-    ordered = sorted(rows, key=lambda r: (r[key], r["id"]))
-    if len(ordered) > 1 and ordered[0][key] == ordered[1][key]:
-        return None
-    return ordered[0]
-
-
-def next_rowid(world: World, table: str, offset: int = 1) -> int:
-    return int(world.one(f"SELECT COALESCE(MAX(id), 0) AS n FROM {table}")["n"]) + offset  # type: ignore[index]
-
-
 def next_code(world: World, table: str, offset: int = 1) -> str:
     """The confirmation code the `offset`-th new row of `table` will get in a fresh episode."""
-    return confirmation_code("F" if table == "flight_bookings" else "H", next_rowid(world, table, offset))
+    return confirmation_code("F" if table == "flight_bookings" else "H", kit.next_id(world, table, offset))
 
 
 def default_card(world: World, user_id: int) -> int:
     row = world.one("SELECT id FROM payment_methods WHERE user_id=? AND is_default=1 ORDER BY id LIMIT 1", (user_id,))
     assert row is not None, f"user {user_id} has no default payment method"
     return int(row["id"])
-
-
-def call(name: str, **arguments: Any) -> ToolCall:
-    return ToolCall(name=name, arguments=arguments)
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 # ---------------------------------------------------------------- checks
@@ -134,7 +64,7 @@ def flight_booking_checks(
         RowExists(table="flight_bookings", where={
             "user_id": user_id, "flight_id": flight["id"], "passengers": passengers,
             "refundable": int(refundable), "status": "confirmed"}, count=1, weight=weight,
-            label=f"booked {flight['flight_number']} on {flight['date']} for {plural(passengers, 'passenger')}"),
+            label=f"booked {flight['flight_number']} on {flight['date']} for {kit.plural(passengers, 'passenger')}"),
         FieldEquals(table="flights", where={"id": flight["id"]}, field="seats_left",
                     value=flight["seats_left"] - passengers, weight=1.0, label="seats taken from the flight"),
     ]

@@ -6,26 +6,9 @@ import datetime as dt
 import random
 from typing import Any
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.booking.rules import available_room_types, free_rooms
-from toolgym.envs.apps.booking.task_common import (
-    LAST_DAY,
-    active_users,
-    answer_has,
-    call,
-    day_of,
-    diff_only,
-    env_for,
-    hotel_booking_checks,
-    human_date,
-    impossible_checks,
-    iso,
-    lookup_checks,
-    next_code,
-    pick_today,
-    plural,
-    user_by_id,
-)
+from toolgym.envs.apps.booking.task_common import active_users, hotel_booking_checks, next_code
 from toolgym.schema import DiffOnly, ExpectedChange, FieldEquals, RowExists
 
 HOTEL_FACTS = {
@@ -54,19 +37,19 @@ def hotel_rooms(world: World, hotel_id: int) -> list[dict[str, Any]]:
 def hotel_facts(rng: random.Random, world: World) -> TaskDraft | None:
     """Find a hotel by name and city, answer two of: guest rating, cheapest nightly price, address."""
     hotels = world.query("SELECT h.*, c.name AS city FROM hotels h JOIN cities c ON c.id = h.city_id ORDER BY h.id")
-    hotel = hotels[rng.randrange(len(hotels))]
+    hotel = rng.choice(hotels)
     asked = sorted(HOTEL_FACTS)[rng.randrange(len(HOTEL_FACTS))]
     templates = HOTEL_FACTS[asked]
     phrasing = rng.randrange(len(templates))
     cheapest = hotel_rooms(world, hotel["id"])[0]
     facts = {"rating": f"{hotel['rating']:.1f}", "price": str(cheapest["price_per_night"]), "address": hotel["address"]}
     users = active_users(world)
-    today = dt.date(2026, 4, 1) + dt.timedelta(days=rng.randint(0, 152))
+    today = kit.random_day(rng)
     return TaskDraft(
         prompt=templates[phrasing].format(hotel=hotel["name"], city=hotel["city"]),
-        checks=lookup_checks([facts[k] for k in asked]),
-        reference_solution=[call("search_hotels", city=hotel["city"]), call("get_hotel", hotel_id=hotel["id"])],
-        env_variables=env_for(users[rng.randrange(len(users))], today),
+        checks=kit.lookup_checks([facts[k] for k in asked]),
+        reference_solution=[kit.call("search_hotels", city=hotel["city"]), kit.call("get_hotel", hotel_id=hotel["id"])],
+        env_variables=kit.env_for(rng.choice(users), today),
         expected_answer=(f"{hotel['name']} ({hotel['address']}, {hotel['city']}) has a guest rating of "
                          f"{facts['rating']}/10; its cheapest room is the {cheapest['name']} at "
                          f"${cheapest['price_per_night']} per night."),
@@ -78,7 +61,7 @@ def hotel_facts(rng: random.Random, world: World) -> TaskDraft | None:
 def _random_stay(rng: random.Random, max_nights: int = 5) -> tuple[str, str, int]:
     start = dt.date(2026, 4, 6) + dt.timedelta(days=rng.randint(0, 160))
     nights = rng.randint(1, max_nights)
-    return iso(start), iso(start + dt.timedelta(days=nights)), nights
+    return kit.iso(start), kit.iso(start + dt.timedelta(days=nights)), nights
 
 
 BOOK_ROOM = (
@@ -93,37 +76,37 @@ def book_hotel_room(rng: random.Random, world: World) -> TaskDraft | None:
     rooms = world.query(
         "SELECT r.*, h.name AS hotel, c.name AS city FROM room_types r JOIN hotels h ON h.id = r.hotel_id "
         "JOIN cities c ON c.id = h.city_id ORDER BY r.id")
-    room = rooms[rng.randrange(len(rooms))]
+    room = rng.choice(rooms)
     check_in, check_out, nights = _random_stay(rng)
     if free_rooms(world, room["id"], room["total_rooms"], check_in, check_out) < 1:
         return None
-    today = pick_today(rng, day_of(check_in))
+    today = kit.today_before(rng, kit.day_of(check_in))
     if today is None:
         return None
     guests = rng.randint(1, room["max_guests"])
     refundable = rng.random() < 0.3
     users = active_users(world)
-    user = users[rng.randrange(len(users))]
-    phrasing = rng.randrange(len(BOOK_ROOM))
-    prompt = BOOK_ROOM[phrasing].format(
-        room=room["name"], hotel=room["hotel"], city=room["city"], ci=check_in, co=check_out,
-        ci_h=human_date(check_in), co_h=human_date(check_out), nights=plural(nights, "night"),
-        guests=plural(guests, "guest"), rate=" at the refundable rate" if refundable else "")
+    user = rng.choice(users)
+    phrasing, prompt = kit.phrase(
+        rng, BOOK_ROOM, room=room["name"], hotel=room["hotel"], city=room["city"], ci=check_in, co=check_out,
+        ci_h=kit.human_date(check_in, year=True), co_h=kit.human_date(check_out, year=True),
+        nights=kit.plural(nights, "night"), guests=kit.plural(guests, "guest"),
+        rate=" at the refundable rate" if refundable else "")
     code = next_code(world, "hotel_reservations")
     checks, expected = hotel_booking_checks(user["id"], room, check_in, check_out, guests, refundable)
     price = room["refundable_price_per_night"] if refundable else room["price_per_night"]
     return TaskDraft(
         prompt=prompt,
-        checks=[*checks, diff_only(expected), answer_has([code], label="answer gives the confirmation code")],
+        checks=[*checks, kit.diff_only(expected), kit.answer_has([code], label="answer gives the confirmation code")],
         reference_solution=[
-            call("search_hotels", city=room["city"], check_in=check_in, check_out=check_out, guests=guests),
-            call("get_hotel", hotel_id=room["hotel_id"], check_in=check_in, check_out=check_out),
-            call("book_hotel", hotel_id=room["hotel_id"], room_type_id=room["id"], check_in=check_in,
+            kit.call("search_hotels", city=room["city"], check_in=check_in, check_out=check_out, guests=guests),
+            kit.call("get_hotel", hotel_id=room["hotel_id"], check_in=check_in, check_out=check_out),
+            kit.call("book_hotel", hotel_id=room["hotel_id"], room_type_id=room["id"], check_in=check_in,
                  check_out=check_out, guests=guests, refundable=refundable),
         ],
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"Reserved a {room['name']} at {room['hotel']} from {check_in} to {check_out} "
-                         f"({plural(nights, 'night')}, {plural(guests, 'guest')}), ${price * nights} in total. "
+                         f"({kit.plural(nights, 'night')}, {kit.plural(guests, 'guest')}), ${price * nights} in total. "
                          f"Confirmation code: {code}."),
         difficulty=1,
         metadata={"phrasing": phrasing, "room_type_id": room["id"]},
@@ -168,7 +151,7 @@ def _best_rated_under_cap(
     if not choices:
         return None
     constrained = [c for c in choices if c[2] > 0] or choices
-    offer, ceiling, _ = constrained[rng.randrange(len(constrained))]
+    offer, ceiling, _ = rng.choice(constrained)
     cap = offer["room"]["price_per_night"]
     rounded = -(-cap // 10) * 10  # round up to a multiple of 10 when that still rules the better ones out
     if rounded <= ceiling:
@@ -179,33 +162,33 @@ def _best_rated_under_cap(
 def book_top_rated_hotel(rng: random.Random, world: World) -> TaskDraft | None:
     """Search a city for dates, keep hotels with a room within the nightly cap, book the best-rated one."""
     cities = world.query("SELECT id, name FROM cities ORDER BY id")
-    city = cities[rng.randrange(len(cities))]
+    city = rng.choice(cities)
     check_in, check_out, nights = _random_stay(rng, 4)
     guests = rng.choices([1, 2, 3], weights=[3, 4, 1])[0]
     picked = _best_rated_under_cap(rng, world, city["id"], check_in, check_out, guests)
-    today = pick_today(rng, day_of(check_in))
+    today = kit.today_before(rng, kit.day_of(check_in))
     if picked is None or today is None:
         return None
     hotel, room, cap = picked
     users = active_users(world)
-    user = users[rng.randrange(len(users))]
-    phrasing = rng.randrange(len(TOP_RATED))
-    prompt = TOP_RATED[phrasing].format(city=city["name"], cap=cap, ci=check_in, co=check_out,
-                                        ci_h=human_date(check_in), co_h=human_date(check_out),
-                                        guests=plural(guests, "guest"))
+    user = rng.choice(users)
+    phrasing, prompt = kit.phrase(
+        rng, TOP_RATED, city=city["name"], cap=cap, ci=check_in, co=check_out,
+        ci_h=kit.human_date(check_in, year=True), co_h=kit.human_date(check_out, year=True),
+        guests=kit.plural(guests, "guest"))
     code = next_code(world, "hotel_reservations")
     checks, expected = hotel_booking_checks(user["id"], room, check_in, check_out, guests, False)
     return TaskDraft(
         prompt=prompt,
-        checks=[*checks, diff_only(expected), answer_has([code], label="answer gives the confirmation code")],
+        checks=[*checks, kit.diff_only(expected), kit.answer_has([code], label="answer gives the confirmation code")],
         reference_solution=[
-            call("search_hotels", city=city["name"], check_in=check_in, check_out=check_out, guests=guests,
+            kit.call("search_hotels", city=city["name"], check_in=check_in, check_out=check_out, guests=guests,
                  max_price=cap),
-            call("get_hotel", hotel_id=hotel["id"], check_in=check_in, check_out=check_out),
-            call("book_hotel", hotel_id=hotel["id"], room_type_id=room["id"], check_in=check_in,
+            kit.call("get_hotel", hotel_id=hotel["id"], check_in=check_in, check_out=check_out),
+            kit.call("book_hotel", hotel_id=hotel["id"], room_type_id=room["id"], check_in=check_in,
                  check_out=check_out, guests=guests),
         ],
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"Booked {hotel['name']} (guest rating {hotel['rating']:.1f}), {room['name']} at "
                          f"${room['price_per_night']}/night, {check_in} to {check_out}: "
                          f"${room['price_per_night'] * nights} total. Confirmation code: {code}."),
@@ -229,32 +212,31 @@ def hotel_full_impossible(rng: random.Random, world: World) -> TaskDraft | None:
         "JOIN room_types t ON t.id = r.room_type_id JOIN hotels h ON h.id = r.hotel_id "
         "JOIN cities c ON c.id = h.city_id WHERE r.status = 'confirmed' AND r.check_in >= '2026-04-03' "
         "ORDER BY r.id")
-    block = blocks[rng.randrange(len(blocks))]
-    start = day_of(block["check_in"]) + dt.timedelta(days=rng.randint(-2, 1))
+    block = rng.choice(blocks)
+    start = kit.day_of(block["check_in"]) + dt.timedelta(days=rng.randint(-2, 1))
     end = start + dt.timedelta(days=rng.randint(2, 4))
-    check_in, check_out = iso(start), iso(end)
-    if end > LAST_DAY + dt.timedelta(days=30):
+    check_in, check_out = kit.iso(start), kit.iso(end)
+    if end > kit.LAST_DAY + dt.timedelta(days=30):
         return None
     if free_rooms(world, block["room_type_id"], block["total_rooms"], check_in, check_out) > 0:
         return None
-    today = pick_today(rng, start)
+    today = kit.today_before(rng, start)
     if today is None:
         return None
     guests = rng.randint(1, block["max_guests"])
     users = active_users(world)
-    phrasing = rng.randrange(len(HOTEL_FULL))
-    prompt = HOTEL_FULL[phrasing].format(
-        room=block["room"], hotel=block["hotel"], city=block["city"], ci=check_in, co=check_out,
-        ci_h=human_date(check_in), co_h=human_date(check_out), guests=plural(guests, "guest"),
-        nights=plural((end - start).days, "night"))
+    phrasing, prompt = kit.phrase(
+        rng, HOTEL_FULL, room=block["room"], hotel=block["hotel"], city=block["city"], ci=check_in,
+        co=check_out, ci_h=kit.human_date(check_in, year=True), co_h=kit.human_date(check_out, year=True),
+        guests=kit.plural(guests, "guest"), nights=kit.plural((end - start).days, "night"))
     return TaskDraft(
         prompt=prompt,
-        checks=impossible_checks("book_hotel"),
+        checks=kit.impossible_checks("book_hotel"),
         reference_solution=[
-            call("search_hotels", city=block["city"], check_in=check_in, check_out=check_out, guests=guests),
-            call("get_hotel", hotel_id=block["hotel_id"], check_in=check_in, check_out=check_out),
+            kit.call("search_hotels", city=block["city"], check_in=check_in, check_out=check_out, guests=guests),
+            kit.call("get_hotel", hotel_id=block["hotel_id"], check_in=check_in, check_out=check_out),
         ],
-        env_variables=env_for(users[rng.randrange(len(users))], today),
+        env_variables=kit.env_for(rng.choice(users), today),
         expected_answer=(f"I cannot book it: no {block['room']} is free at {block['hotel']} for every night from "
                          f"{check_in} to {check_out}."),
         difficulty=2,
@@ -289,24 +271,23 @@ def review_past_stay(rng: random.Random, world: World) -> TaskDraft | None:
         "SELECT r.id, r.user_id, r.hotel_id, r.check_out, h.name AS hotel, h.city_id, c.name AS city "
         "FROM hotel_reservations r JOIN hotels h ON h.id = r.hotel_id JOIN cities c ON c.id = h.city_id "
         "WHERE r.status = 'confirmed' AND r.check_out BETWEEN '2026-03-25' AND '2026-08-30' ORDER BY r.id")
-    stay = stays[rng.randrange(len(stays))]
-    low = max(day_of(stay["check_out"]) + dt.timedelta(days=1), dt.date(2026, 4, 1))
-    high = min(day_of(stay["check_out"]) + dt.timedelta(days=25), LAST_DAY)
-    if low > high:
+    stay = rng.choice(stays)
+    checked_out = kit.day_of(stay["check_out"])
+    today = kit.day_in_window(rng, checked_out + dt.timedelta(days=1), checked_out + dt.timedelta(days=25))
+    if today is None:
         return None
-    today = low + dt.timedelta(days=rng.randint(0, (high - low).days))
     if world.one("SELECT id FROM reviews WHERE user_id=? AND hotel_id=?", (stay["user_id"], stay["hotel_id"])):
         return None
     past_in_city = world.query(
         "SELECT DISTINCT r.hotel_id FROM hotel_reservations r JOIN hotels h ON h.id = r.hotel_id "
         "WHERE r.user_id=? AND h.city_id=? AND r.status='confirmed' AND r.check_out<=? ORDER BY r.hotel_id",
-        (stay["user_id"], stay["city_id"], iso(today)))
+        (stay["user_id"], stay["city_id"], kit.iso(today)))
     phrasing = rng.randrange(len(REVIEW))
     if phrasing == 2 and len(past_in_city) != 1:  # "my stay in <city>" must name exactly one hotel
         return None
     rating = rng.choices([5, 4, 3, 2, 1], weights=[3, 4, 2, 1, 1])[0]
     comment = f"{rng.choice(REVIEW_OPENINGS[rating])} {rng.choice(REVIEW_DETAILS[rating])}."
-    user = user_by_id(world, stay["user_id"])
+    user = kit.user_by_id(world, stay["user_id"])
     where = {"hotel_id": stay["hotel_id"], "user_id": stay["user_id"]}
     return TaskDraft(
         prompt=REVIEW[phrasing].format(rating=rating, hotel=stay["hotel"], city=stay["city"], comment=comment),
@@ -319,10 +300,10 @@ def review_past_stay(rng: random.Random, world: World) -> TaskDraft | None:
                      label="no other changes"),
         ],
         reference_solution=[
-            call("list_my_bookings", kind="hotel"),
-            call("review_hotel", hotel_id=stay["hotel_id"], rating=rating, comment=comment),
+            kit.call("list_my_bookings", kind="hotel"),
+            kit.call("review_hotel", hotel_id=stay["hotel_id"], rating=rating, comment=comment),
         ],
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=f"Your {rating}-star review of {stay['hotel']} is posted.",
         difficulty=2,
         metadata={"phrasing": phrasing, "reservation_id": stay["id"]},

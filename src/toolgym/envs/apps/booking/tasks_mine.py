@@ -6,20 +6,7 @@ import datetime as dt
 import random
 from typing import Any
 
-from toolgym.envs import TaskDraft, World
-from toolgym.envs.apps.booking.task_common import (
-    FIRST_DAY,
-    LAST_DAY,
-    answer_has,
-    call,
-    day_of,
-    diff_only,
-    env_for,
-    human_date,
-    impossible_checks,
-    lookup_checks,
-    user_by_id,
-)
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.schema import Check, ExpectedChange, FieldEquals
 
 
@@ -51,14 +38,11 @@ def _pick_upcoming(
     """A confirmed booking (optionally of one refundability) and a CURRENT_DATE before it starts."""
     rows = [b for b in my_bookings(world, kind) if b["status"] == "confirmed"
             and (refundable is None or b["refundable"] == refundable)]
-    booking = rows[rng.randrange(len(rows))]
-    starts = day_of(booking["starts"])
-    low = max(FIRST_DAY, day_of(booking["booked_on"]) + dt.timedelta(days=1), starts - dt.timedelta(days=40))
-    high = min(LAST_DAY, starts - dt.timedelta(days=1))
-    if low > high:
-        return None
-    today = low + dt.timedelta(days=rng.randint(0, (high - low).days))
-    if not _only_one_in_city(world, kind, booking):
+    booking = rng.choice(rows)
+    starts = kit.day_of(booking["starts"])
+    low = max(kit.day_of(booking["booked_on"]) + dt.timedelta(days=1), starts - dt.timedelta(days=40))
+    today = kit.day_in_window(rng, low, starts - dt.timedelta(days=1))
+    if today is None or not _only_one_in_city(world, kind, booking):
         return None
     return booking, today
 
@@ -106,7 +90,6 @@ def my_trip_lookup(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     booking, today = picked
     fields, templates = TRIP_QUESTIONS[key]
-    phrasing = rng.randrange(len(templates))
     values = [str(booking[f]) for f in fields]
     if kind == "flight":
         answer = (f"Your flight to {booking['city']} is {booking['flight_number']} on {booking['date']}, departing "
@@ -114,11 +97,12 @@ def my_trip_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     else:
         answer = (f"You're booked at {booking['hotel']} in {booking['city']} from {booking['check_in']} to "
                   f"{booking['check_out']}, ${booking['total_price']} in total; confirmation code {booking['code']}.")
+    phrasing, prompt = kit.phrase(rng, templates, city=booking["city"])
     return TaskDraft(
-        prompt=templates[phrasing].format(city=booking["city"]),
-        checks=lookup_checks(values),
-        reference_solution=[call("list_my_bookings", kind=kind, upcoming_only=True)],
-        env_variables=env_for(user_by_id(world, booking["user_id"]), today),
+        prompt=prompt,
+        checks=kit.lookup_checks(values),
+        reference_solution=[kit.call("list_my_bookings", kind=kind, upcoming_only=True)],
+        env_variables=kit.env_for(kit.user_by_id(world, booking["user_id"]), today),
         expected_answer=answer,
         difficulty=2,
         metadata={"phrasing": f"{kind}-{question}{phrasing}", "booking_code": booking["code"]},
@@ -143,10 +127,10 @@ CANCEL_PROMPTS = {
 
 def _cancel_prompt(rng: random.Random, kind: str, booking: dict[str, Any]) -> tuple[str, int]:
     templates = CANCEL_PROMPTS[kind]
-    phrasing = rng.randrange(len(templates))
-    prompt = templates[phrasing].format(
-        city=booking["city"], hotel=booking.get("hotel"), start=booking["starts"],
-        start_h=human_date(booking["starts"]), origin=booking.get("origin"), destination=booking.get("destination"))
+    phrasing, prompt = kit.phrase(
+        rng, templates, city=booking["city"], hotel=booking.get("hotel"), start=booking["starts"],
+        start_h=kit.human_date(booking["starts"], year=True), origin=booking.get("origin"),
+        destination=booking.get("destination"))
     return prompt, phrasing
 
 
@@ -172,10 +156,10 @@ def cancel_in_city(rng: random.Random, world: World) -> TaskDraft | None:
     what = f"hotel reservation at {booking['hotel']}" if kind == "hotel" else f"flight {booking['flight_number']}"
     return TaskDraft(
         prompt=prompt,
-        checks=[*checks, diff_only(expected), answer_has([booking["code"]], label="answer names the booking")],
-        reference_solution=[call("list_my_bookings", kind=kind, upcoming_only=True),
-                            call("cancel_booking", code=booking["code"])],
-        env_variables=env_for(user_by_id(world, booking["user_id"]), today),
+        checks=[*checks, kit.diff_only(expected), kit.answer_has([booking["code"]], label="answer names the booking")],
+        reference_solution=[kit.call("list_my_bookings", kind=kind, upcoming_only=True),
+                            kit.call("cancel_booking", code=booking["code"])],
+        env_variables=kit.env_for(kit.user_by_id(world, booking["user_id"]), today),
         expected_answer=(f"Cancelled your {what} on {booking['starts']} (code {booking['code']}); "
                          f"${booking['total_price']} will be refunded."),
         difficulty=2,
@@ -192,15 +176,15 @@ def cancel_nonrefundable_impossible(rng: random.Random, world: World) -> TaskDra
     booking, today = picked
     if rng.random() < 0.25:
         prompt, phrasing = f"Please cancel booking {booking['code']}.", 9
-        lookup = call("get_booking", code=booking["code"])
+        lookup = kit.call("get_booking", code=booking["code"])
     else:
         prompt, phrasing = _cancel_prompt(rng, kind, booking)
-        lookup = call("list_my_bookings", kind=kind, upcoming_only=True)
+        lookup = kit.call("list_my_bookings", kind=kind, upcoming_only=True)
     return TaskDraft(
         prompt=prompt,
-        checks=impossible_checks("cancel_booking"),
+        checks=kit.impossible_checks("cancel_booking"),
         reference_solution=[lookup],
-        env_variables=env_for(user_by_id(world, booking["user_id"]), today),
+        env_variables=kit.env_for(kit.user_by_id(world, booking["user_id"]), today),
         expected_answer=(f"I cannot cancel booking {booking['code']}: it was booked at a non-refundable "
                          f"{'rate' if kind == 'hotel' else 'fare'}, so it cannot be cancelled."),
         difficulty=2,

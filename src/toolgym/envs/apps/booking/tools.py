@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from toolgym.envs import ToolContext, ToolError, tool
+from toolgym.envs import ToolContext, ToolError, kit, tool
 from toolgym.envs.apps.booking.rules import (
     MAX_NIGHTS,
     MAX_PASSENGERS,
@@ -25,14 +25,6 @@ MAX_RESULTS = 20
 
 
 # ---------------------------------------------------------------- shared validation
-
-
-def _date_arg(ctx: ToolContext, name: str, text: str) -> str:
-    """A date argument resolved against CURRENT_DATE; the error names the argument."""
-    try:
-        return ctx.env.date(text)
-    except ToolError as exc:
-        raise ToolError(f"argument '{name}': {exc}") from None
 
 
 def _city(ctx: ToolContext, name: str, text: str) -> dict[str, Any]:
@@ -50,11 +42,7 @@ def _city(ctx: ToolContext, name: str, text: str) -> dict[str, Any]:
 
 
 def _me(ctx: ToolContext) -> dict[str, Any]:
-    username = ctx.env.require_user()
-    row = ctx.one("SELECT id, username, name FROM users WHERE username=?", (username,))
-    if row is None:
-        raise ToolError(f"the logged-in user {username!r} has no account in the booking app")
-    return row
+    return kit.logged_in_user(ctx, "the booking app")
 
 
 def _positive(name: str, value: int, maximum: int) -> None:
@@ -62,31 +50,10 @@ def _positive(name: str, value: int, maximum: int) -> None:
         raise ToolError(f"argument '{name}' must be between 1 and {maximum}; got {value}")
 
 
-def _payment_method(ctx: ToolContext, user_id: int, payment_method_id: int | None) -> int:
-    """The named card (must be the user's and unexpired) or the user's default one."""
-    if payment_method_id is None:
-        row = ctx.one("SELECT * FROM payment_methods WHERE user_id=? AND is_default=1 ORDER BY id LIMIT 1", (user_id,))
-        if row is None:
-            raise ToolError("you have no default payment method; add one or name a payment_method_id")
-    else:
-        row = ctx.one("SELECT * FROM payment_methods WHERE id=? AND user_id=?", (payment_method_id, user_id))
-        if row is None:
-            raise ToolError(
-                f"argument 'payment_method_id': no payment method {payment_method_id} belongs to you; "
-                "see list_my_payment_methods"
-            )
-    if row["expires"] < ctx.env.today.isoformat()[:7]:
-        raise ToolError(f"payment method {row['id']} ({row['kind']} ending {row['last4']}) expired in {row['expires']}")
-    return int(row["id"])
-
-
-def _next_id(ctx: ToolContext, table: str) -> int:
-    return int(ctx.one(f"SELECT COALESCE(MAX(id), 0) + 1 AS n FROM {table}")["n"])  # type: ignore[index]
-
 
 def _stay(ctx: ToolContext, check_in: str, check_out: str) -> tuple[str, str, int]:
-    start = _date_arg(ctx, "check_in", check_in)
-    end = _date_arg(ctx, "check_out", check_out)
+    start = kit.date_arg(ctx, "check_in", check_in)
+    end = kit.date_arg(ctx, "check_out", check_out)
     nights = (dt.date.fromisoformat(end) - dt.date.fromisoformat(start)).days
     if nights < 1:
         raise ToolError(f"argument 'check_out' ({end}) must be after check_in ({start})")
@@ -132,7 +99,7 @@ def search_flights(ctx: ToolContext, origin: str, destination: str, date: str, m
     start, end = _city(ctx, "origin", origin), _city(ctx, "destination", destination)
     if start["id"] == end["id"]:
         raise ToolError("arguments 'origin' and 'destination' are the same city")
-    day = _date_arg(ctx, "date", date)
+    day = kit.date_arg(ctx, "date", date)
     if max_price is not None and max_price < 1:
         raise ToolError(f"argument 'max_price' must be a positive number of USD; got {max_price}")
     rows = ctx.query(
@@ -199,8 +166,11 @@ def book_flight(
             f"flight {flight['flight_number']} on {flight['date']} has {flight['seats_left']} seat(s) left; "
             f"{passengers} requested"
         )
-    card = _payment_method(ctx, me["id"], payment_method_id)
-    rowid = _next_id(ctx, "flight_bookings")
+    card = int(kit.payment_method(
+        ctx, ("user_id", me["id"]), payment_method_id,
+        no_default="you have no default payment method; add one or name a payment_method_id",
+        not_found="no payment method {id} belongs to you; see list_my_payment_methods")["id"])
+    rowid = kit.next_id(ctx, "flight_bookings")
     code = confirmation_code("F", rowid)
     total = flight_total(flight["price"], flight["refundable_price"], passengers, refundable)
     ctx.db.execute(
@@ -351,8 +321,11 @@ def book_hotel(
         raise ToolError(f"a {room['name']} holds at most {room['max_guests']} guest(s); {guests} requested")
     if free_rooms(ctx, room_type_id, room["total_rooms"], start, end) < 1:
         raise ToolError(f"no {room['name']} is free at {hotel['name']} for every night from {start} to {end}")
-    card = _payment_method(ctx, me["id"], payment_method_id)
-    rowid = _next_id(ctx, "hotel_reservations")
+    card = int(kit.payment_method(
+        ctx, ("user_id", me["id"]), payment_method_id,
+        no_default="you have no default payment method; add one or name a payment_method_id",
+        not_found="no payment method {id} belongs to you; see list_my_payment_methods")["id"])
+    rowid = kit.next_id(ctx, "hotel_reservations")
     code = confirmation_code("H", rowid)
     total = stay_total(room["price_per_night"], room["refundable_price_per_night"], nights, refundable)
     ctx.db.execute(

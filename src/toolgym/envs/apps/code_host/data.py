@@ -13,6 +13,7 @@ import sqlite3
 
 from faker import Faker
 
+from toolgym.envs import kit
 from toolgym.envs.people import Person, population
 
 OWNER_COUNT = 24
@@ -211,10 +212,6 @@ REVIEW_BODIES = {
 MILESTONE_TITLES = ["v1.4", "v1.5", "v2.0", "Q3 cleanup", "Beta launch", "Security review"]
 
 
-def _iso(day: dt.date) -> str:
-    return day.isoformat()
-
-
 def _slug(text: str) -> str:
     words = "".join(c if c.isalnum() else " " for c in text.lower()).split()
     return "-".join(words[:4])
@@ -237,7 +234,7 @@ def seed_code_host(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> N
         joined = fake.date_between(start_date=dt.date(2019, 1, 1), end_date=dt.date(2025, 12, 31))
         db.execute(
             "INSERT INTO users(id, username, name, email, company, joined_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (index, p.username, p.name, p.email, p.company, _iso(joined)),
+            (index, p.username, p.name, p.email, p.company, kit.iso(joined)),
         )
     usernames = [p.username for p in people]
     developers = usernames[:DEVELOPER_POOL]
@@ -274,7 +271,7 @@ def _seed_repo(
             min(stars, 9800),
             "public" if public else "private",
             rng.choice(["main", "main", "main", "develop"]),
-            _iso(created),
+            kit.iso(created),
         ),
     ).lastrowid
     assert repo_id is not None
@@ -307,13 +304,13 @@ def _seed_repo(
     for title in sorted(rng.sample(MILESTONE_TITLES, rng.randint(1, 3))):
         due = dt.date(2026, 4, 1) + dt.timedelta(days=rng.randint(0, 175))
         if db.execute(
-            "SELECT 1 FROM milestones WHERE repo_id=? AND due_date=?", (repo_id, _iso(due))
+            "SELECT 1 FROM milestones WHERE repo_id=? AND due_date=?", (repo_id, kit.iso(due))
         ).fetchone():
             continue  # one milestone per due date keeps "the milestone due tomorrow" unambiguous
         milestone_ids.append(
             db.execute(
                 "INSERT INTO milestones(repo_id, title, due_date, state) VALUES (?, ?, ?, ?)",
-                (repo_id, title, _iso(due), "open"),
+                (repo_id, title, kit.iso(due), "open"),
             ).lastrowid
             or 0
         )
@@ -361,7 +358,7 @@ def _seed_issue(
     kind = rng.choices(kinds, weights=[{"bug": 40, "enhancement": 28}.get(k, 9) for k in kinds])[0]
     title = _unique_title(rng, TEMPLATES[kind], titles)
     closed = rng.random() < 0.3
-    closed_at = _iso(day + dt.timedelta(days=rng.randint(2, 20))) if closed else None
+    closed_at = kit.iso(day + dt.timedelta(days=rng.randint(2, 20))) if closed else None
     issue_id = db.execute(
         "INSERT INTO issues(repo_id, number, title, body, state, author, assignee, milestone_id, created_at, "
         "closed_at, closed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -374,7 +371,7 @@ def _seed_issue(
             rng.choice(author_pool),
             rng.choice(writers) if rng.random() < 0.5 else None,
             rng.choice(milestone_ids) if milestone_ids and rng.random() < 0.4 else None,
-            _iso(day),
+            kit.iso(day),
             closed_at,
             rng.choice(writers) if closed else None,
         ),
@@ -387,7 +384,7 @@ def _seed_issue(
         when += dt.timedelta(days=rng.randint(0, 4))
         db.execute(
             "INSERT INTO comments(issue_id, author, body, created_at) VALUES (?, ?, ?, ?)",
-            (issue_id, rng.choice(author_pool + members), rng.choice(COMMENT_BODIES), _iso(when)),
+            (issue_id, rng.choice(author_pool + members), rng.choice(COMMENT_BODIES), kit.iso(when)),
         )
 
 
@@ -431,8 +428,8 @@ def _seed_pull_request(
             state,
             author,
             "passing" if passing else "failing",
-            _iso(day),
-            _iso(day + dt.timedelta(days=rng.randint(3, 7))) if merged else None,
+            kit.iso(day),
+            kit.iso(day + dt.timedelta(days=rng.randint(3, 7))) if merged else None,
             rng.choice(reviewers) if merged else None,
             rng.choice(["merge", "squash", "rebase"]) if merged else None,
         ),
@@ -445,6 +442,6 @@ def _seed_pull_request(
                 reviewer,
                 review_state,
                 rng.choice(REVIEW_BODIES[review_state]),
-                _iso(day + dt.timedelta(days=rng.randint(0, 2))),
+                kit.iso(day + dt.timedelta(days=rng.randint(0, 2))),
             ),
         )

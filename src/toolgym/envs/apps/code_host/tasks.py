@@ -9,15 +9,13 @@ from __future__ import annotations
 from toolgym.envs import TaskFamily
 from toolgym.envs.apps.code_host.tasks_issues import (
     assign_oldest_issue,
-    assign_to_me,
     close_with_comment,
     comment_on_issue,
     count_label_issues,
-    milestone_due,
-    my_assigned_issues,
     no_write_access,
     open_labeled_issue,
 )
+from toolgym.envs.apps.code_host.tasks_mine import assign_to_me, milestone_due, my_assigned_issues
 from toolgym.envs.apps.code_host.tasks_pulls import (
     merge_blocked,
     merge_ready_prs,
@@ -27,7 +25,7 @@ from toolgym.envs.apps.code_host.tasks_pulls import (
     top_starred_repo,
 )
 
-TASK_FAMILIES: list[TaskFamily] = [
+FAMILIES: tuple[TaskFamily, ...] = (
     TaskFamily("count_label_issues", "lookup", count_label_issues),
     TaskFamily("pull_request_status", "lookup", pull_request_status),
     TaskFamily("top_starred_repo", "lookup", top_starred_repo),
@@ -43,4 +41,4 @@ TASK_FAMILIES: list[TaskFamily] = [
     TaskFamily("my_assigned_issues", "context", my_assigned_issues),
     TaskFamily("milestone_due", "context", milestone_due),
     TaskFamily("assign_to_me", "context", assign_to_me),
-]
+)

@@ -1,46 +1,26 @@
-"""code_host task families about issues: counting, filing, commenting, triage, milestones."""
+"""code_host task families about issues: counting, filing, commenting, triage, and a write without access."""
 
 from __future__ import annotations
 
-import datetime as dt
 import random
 from typing import Any
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.code_host.data import COMPONENTS, CONDITIONS, FEATURES, TEMPLATES
-from toolgym.envs.apps.code_host.task_kit import (
+from toolgym.envs.apps.code_host.task_common import (
     BODY_TEXTS,
     CLOSE_TEXTS,
     COMMENT_TEXTS,
-    FIRST_DAY,
-    LAST_DAY,
+    FIRST_TODAY,
     WRITE,
     all_repos,
-    env_vars,
+    assignment_checks,
     full_name,
-    gold_call,
-    impossible_checks,
     label_phrase,
-    lookup_checks,
     members,
     open_issues_with_label,
-    pick_phrasing,
-    random_day,
 )
-from toolgym.envs.context import WEEKDAYS, resolve_date
-from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists
-
-
-def _assignment_checks(issue_id: int, assignee: str, label: str) -> list[Check]:
-    """The issue now has `assignee`, and nothing else changed: shared by the assign-to-someone and to-me tasks."""
-    return [
-        FieldEquals(table="issues", where={"id": issue_id}, field="assignee", value=assignee, weight=2, label=label),
-        DiffOnly(
-            expected=[ExpectedChange(table="issues", op="update", where={"id": issue_id}, fields=["assignee"])],
-            weight=1,
-            label="only that assignment",
-        ),
-    ]
+from toolgym.schema import DiffOnly, ExpectedChange, FieldEquals, RowExists
 
 
 def count_label_issues(rng: random.Random, world: World) -> TaskDraft | None:
@@ -55,7 +35,7 @@ def count_label_issues(rng: random.Random, world: World) -> TaskDraft | None:
         return None  # keep some zero answers, mostly real counts
     user = rng.choice(members(world, repo["id"]))
     name = full_name(repo)
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"How many open issues labelled '{label}' are there in {name}?",
@@ -66,10 +46,10 @@ def count_label_issues(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, random_day(rng)),
-        reference_solution=[gold_call("search_issues", repo=name, state="open", label=label)],
+        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        reference_solution=[kit.call("search_issues", repo=name, state="open", label=label)],
         expected_answer=f"There are {count} open issues labelled '{label}' in {name}.",
-        checks=lookup_checks([str(count)]),
+        checks=kit.lookup_checks([str(count)], per_fact=False),
         difficulty=1,
         metadata={"phrasing": phrasing},
     )
@@ -107,7 +87,7 @@ def open_labeled_issue(rng: random.Random, world: World) -> TaskDraft | None:
         else (" and assign it to me" if assignee == user else f" and assign it to {assignee}")
     )
     said = f" Description: {body}" if body else ""
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Open an issue in {name} titled '{title}' with the label '{kind}'{who}.{said}",
@@ -123,8 +103,8 @@ def open_labeled_issue(rng: random.Random, world: World) -> TaskDraft | None:
         where["assignee"] = assignee
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, random_day(rng)),
-        reference_solution=[gold_call("create_issue", **arguments)],
+        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        reference_solution=[kit.call("create_issue", **arguments)],
         expected_answer=f"I opened the issue '{title}' in {name} with the label '{kind}'.",
         checks=[
             RowExists(table="issues", where=where, count=1, weight=2, label="issue opened"),
@@ -164,7 +144,7 @@ def comment_on_issue(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, repo["id"]))
     text = rng.choice(COMMENT_TEXTS)
     name, number = full_name(repo), issue["number"]
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f'Comment on issue #{number} in {name}: "{text}"',
@@ -174,8 +154,8 @@ def comment_on_issue(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, random_day(rng)),
-        reference_solution=[gold_call("comment_on_issue", repo=name, number=number, body=text)],
+        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        reference_solution=[kit.call("comment_on_issue", repo=name, number=number, body=text)],
         expected_answer=f"I commented on issue #{number} in {name}.",
         checks=[
             RowExists(
@@ -216,7 +196,7 @@ def assign_oldest_issue(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     name, what = full_name(repo), label_phrase(label)
     age = "oldest" if oldest else "most recently opened"
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Find the {age} open {what} in {name} and assign it to {assignee}.",
@@ -226,15 +206,15 @@ def assign_oldest_issue(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, random_day(rng)),
+        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
         reference_solution=[
-            gold_call(
+            kit.call(
                 "search_issues", repo=name, state="open", label=label, sort="oldest" if oldest else "newest"
             ),
-            gold_call("assign_issue", repo=name, number=target["number"], assignee=assignee),
+            kit.call("assign_issue", repo=name, number=target["number"], assignee=assignee),
         ],
         expected_answer=f"I assigned issue #{target['number']} ('{target['title']}') in {name} to {assignee}.",
-        checks=_assignment_checks(target["id"], assignee, "right issue assigned"),
+        checks=assignment_checks(target["id"], assignee, "right issue assigned"),
         difficulty=2,
         metadata={"phrasing": phrasing},
     )
@@ -252,7 +232,7 @@ def close_with_comment(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, repo["id"], WRITE))
     text = rng.choice(CLOSE_TEXTS)
     name, number = full_name(repo), issue["number"]
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f'Close issue #{number} in {name} and leave a comment saying "{text}"',
@@ -262,10 +242,10 @@ def close_with_comment(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, random_day(rng)),
+        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
         reference_solution=[
-            gold_call("comment_on_issue", repo=name, number=number, body=text),
-            gold_call("close_issue", repo=name, number=number),
+            kit.call("comment_on_issue", repo=name, number=number, body=text),
+            kit.call("close_issue", repo=name, number=number),
         ],
         expected_answer=f"I commented on issue #{number} in {name} and closed it.",
         checks=[
@@ -328,7 +308,7 @@ def no_write_access(rng: random.Random, world: World) -> TaskDraft | None:
     action = rng.choice(["close", "label", "assign"])
     if action == "close":
         tool_name = "close_issue"
-        prompt, phrasing = pick_phrasing(
+        phrasing, prompt = kit.pick_phrasing(
             rng,
             [
                 f"Close issue #{number} in {name}; it has been resolved.",
@@ -338,7 +318,7 @@ def no_write_access(rng: random.Random, world: World) -> TaskDraft | None:
         )
     elif action == "label":
         tool_name = "add_issue_label"
-        prompt, phrasing = pick_phrasing(
+        phrasing, prompt = kit.pick_phrasing(
             rng,
             [
                 f"Add the 'help wanted' label to issue #{number} in {name}.",
@@ -348,7 +328,7 @@ def no_write_access(rng: random.Random, world: World) -> TaskDraft | None:
         )
     else:
         tool_name = "assign_issue"
-        prompt, phrasing = pick_phrasing(
+        phrasing, prompt = kit.pick_phrasing(
             rng,
             [
                 f"Assign issue #{number} in {name} to {repo['owner']}.",
@@ -358,165 +338,10 @@ def no_write_access(rng: random.Random, world: World) -> TaskDraft | None:
         )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, random_day(rng)),
-        reference_solution=[gold_call("get_repo", repo=name)],
+        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        reference_solution=[kit.call("get_repo", repo=name)],
         expected_answer=f"I cannot {action} issue #{number} in {name}: you need write access to that repository.",
-        checks=impossible_checks(tool_name),
+        checks=kit.impossible_checks(tool_name, reply_label=kit.SAYS_IT_CANNOT),
         difficulty=2,
         metadata={"phrasing": f"{action}/{phrasing}", "action": action},
-    )
-
-
-def my_assigned_issues(rng: random.Random, world: World) -> TaskDraft | None:
-    """List the open issues of a repository that are assigned to the logged-in user."""
-    pairs = world.query(
-        "SELECT i.repo_id, i.assignee, COUNT(*) AS n FROM issues i WHERE i.state='open' AND i.assignee IS NOT NULL "
-        "GROUP BY i.repo_id, i.assignee HAVING n <= 4 ORDER BY i.repo_id, i.assignee"
-    )
-    pair = rng.choice(pairs)
-    repo = world.one("SELECT * FROM repos WHERE id=?", (pair["repo_id"],))
-    assert repo is not None
-    user = pair["assignee"]
-    issues = world.query(
-        "SELECT * FROM issues WHERE repo_id=? AND assignee=? AND state='open' ORDER BY number",
-        (repo["id"], user),
-    )
-    name = full_name(repo)
-    prompt, phrasing = pick_phrasing(
-        rng,
-        [
-            f"Which open issues in {name} are assigned to me?",
-            f"List my open issues in {name} — the ones assigned to me.",
-            f"What am I currently assigned to in {name}? Only open issues, please.",
-            f"Show me the open {name} issues on my plate.",
-        ],
-    )
-    titles = [i["title"] for i in issues]
-    listed = "; ".join(f"#{i['number']} {i['title']}" for i in issues)
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env_vars(world, user, random_day(rng)),
-        reference_solution=[gold_call("search_issues", repo=name, state="open", assignee="me")],
-        expected_answer=f"You have {len(issues)} open issue(s) assigned in {name}: {listed}.",
-        checks=lookup_checks(titles),
-        difficulty=2,
-        metadata={"phrasing": phrasing},
-    )
-
-
-def _relative_phrase(rng: random.Random, due: dt.date) -> tuple[str, dt.date] | None:
-    """A phrase and a CURRENT_DATE such that the phrase means `due` on that day."""
-    kind = rng.choice(["tomorrow", "today", "in_days", "next_weekday", "this_weekday"])
-    if kind == "tomorrow":
-        phrase, today = "tomorrow", due - dt.timedelta(days=1)
-    elif kind == "today":
-        phrase, today = "today", due
-    elif kind == "in_days":
-        days = rng.randint(2, 10)
-        phrase, today = f"in {days} days", due - dt.timedelta(days=days)
-    elif kind == "next_weekday":
-        phrase, today = (
-            f"next {WEEKDAYS[due.weekday()].capitalize()}",
-            due - dt.timedelta(days=rng.randint(1, 7)),
-        )
-    else:
-        phrase, today = (
-            f"this {WEEKDAYS[due.weekday()].capitalize()}",
-            due - dt.timedelta(days=rng.randint(0, 6)),
-        )
-    if not FIRST_DAY <= today <= LAST_DAY or resolve_date(phrase, today) != due:
-        return None
-    return phrase, today
-
-
-def milestone_due(rng: random.Random, world: World) -> TaskDraft | None:
-    """Put an issue into the milestone due on a relative date ("tomorrow", "next Friday")."""
-    milestone = rng.choice(world.query("SELECT * FROM milestones ORDER BY id"))
-    repo = world.one("SELECT * FROM repos WHERE id=?", (milestone["repo_id"],))
-    assert repo is not None
-    resolved = _relative_phrase(rng, dt.date.fromisoformat(milestone["due_date"]))
-    if resolved is None:
-        return None
-    phrase, today = resolved
-    issues = world.query(
-        "SELECT * FROM issues WHERE repo_id=? AND state='open' AND milestone_id IS NOT ? ORDER BY number",
-        (repo["id"], milestone["id"]),
-    )
-    if not issues:
-        return None
-    issue = rng.choice(issues)
-    owner_is_user = rng.random() < 0.4
-    user = repo["owner"] if owner_is_user else rng.choice(members(world, repo["id"], WRITE))
-    name, number = full_name(repo), issue["number"]
-    where = f"my {repo['name']} repo" if user == repo["owner"] else name
-    prompt, phrasing = pick_phrasing(
-        rng,
-        [
-            f"Put issue #{number} in {where} into the milestone that is due {phrase}.",
-            f"In {where}, move issue #{number} to whichever milestone is due {phrase}.",
-            f"The milestone due {phrase} in {where} should include issue #{number}; please set it.",
-        ],
-    )
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env_vars(world, user, today),
-        reference_solution=[
-            gold_call("list_milestones", repo=name, due=phrase),
-            gold_call("set_issue_milestone", repo=name, number=number, milestone=milestone["title"]),
-        ],
-        expected_answer=f"Issue #{number} in {name} is now in milestone '{milestone['title']}' "
-        f"(due {milestone['due_date']}).",
-        checks=[
-            FieldEquals(
-                table="issues",
-                where={"id": issue["id"]},
-                field="milestone_id",
-                value=milestone["id"],
-                weight=2,
-                label="right milestone",
-            ),
-            DiffOnly(
-                expected=[
-                    ExpectedChange(
-                        table="issues", op="update", where={"id": issue["id"]}, fields=["milestone_id"]
-                    )
-                ],
-                weight=1,
-                label="only the milestone",
-            ),
-        ],
-        difficulty=2,
-        metadata={"phrasing": phrasing, "phrase": phrase},
-    )
-
-
-def assign_to_me(rng: random.Random, world: World) -> TaskDraft | None:
-    """Take the oldest unassigned open issue with a label: assign it to the logged-in user."""
-    repo = rng.choice(all_repos(world))
-    label = rng.choice(["bug", "enhancement", "documentation", "question"])
-    issues = [i for i in open_issues_with_label(world, repo["id"], label) if i["assignee"] is None]
-    if not issues:
-        return None
-    target = issues[0]
-    user = rng.choice(members(world, repo["id"], WRITE))
-    name, what = full_name(repo), label_phrase(label)
-    prompt, phrasing = pick_phrasing(
-        rng,
-        [
-            f"Assign the oldest unassigned open {what} in {name} to me.",
-            f"I'll take the oldest open {what} in {name} that nobody is assigned to — assign it to me.",
-            f"In {name}, find the oldest open {what} without an assignee and put me on it.",
-        ],
-    )
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env_vars(world, user, random_day(rng)),
-        reference_solution=[
-            gold_call("search_issues", repo=name, state="open", label=label, assignee="none", sort="oldest"),
-            gold_call("assign_issue", repo=name, number=target["number"], assignee="me"),
-        ],
-        expected_answer=f"I assigned issue #{target['number']} ('{target['title']}') in {name} to you.",
-        checks=_assignment_checks(target["id"], user, "assigned to me"),
-        difficulty=2,
-        metadata={"phrasing": phrasing},
     )

@@ -5,22 +5,17 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from toolgym.envs import TaskDraft, World
-from toolgym.envs.apps.code_host.task_kit import (
+from toolgym.envs import TaskDraft, World, kit
+from toolgym.envs.apps.code_host.task_common import (
     CHANGES_TEXTS,
+    FIRST_TODAY,
     METHOD_PHRASES,
     WRITE,
     all_repos,
     approvers,
-    env_vars,
     fresh_reviewers,
     full_name,
-    gold_call,
-    impossible_checks,
-    lookup_checks,
     members,
-    pick_phrasing,
-    random_day,
 )
 from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists
 
@@ -50,7 +45,7 @@ def top_starred_repo(rng: random.Random, world: World) -> TaskDraft | None:
     ]
     user = rng.choice(viewers)
     word = "most" if most else "fewest"
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Which of {owner}'s public repositories has the {word} stars? Give me its name and star count.",
@@ -61,10 +56,10 @@ def top_starred_repo(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, random_day(rng)),
-        reference_solution=[gold_call("list_repos", owner=owner)],
+        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        reference_solution=[kit.call("list_repos", owner=owner)],
         expected_answer=f"{full_name(pick)} has the {word} stars of {owner}'s public repositories: {pick['stars']}.",
-        checks=lookup_checks([pick["name"], str(pick["stars"])]),
+        checks=kit.lookup_checks([pick["name"], str(pick["stars"])], per_fact=False),
         difficulty=1,
         metadata={"phrasing": phrasing},
     )
@@ -79,7 +74,7 @@ def pull_request_status(rng: random.Random, world: World) -> TaskDraft | None:
     pr = rng.choice(prs)
     user = rng.choice(members(world, repo["id"]))
     name, number = full_name(repo), pr["number"]
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Is CI passing on pull request #{number} in {name}, and who opened it?",
@@ -90,10 +85,10 @@ def pull_request_status(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, random_day(rng)),
-        reference_solution=[gold_call("get_pull_request", repo=name, number=number)],
+        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        reference_solution=[kit.call("get_pull_request", repo=name, number=number)],
         expected_answer=f"Pull request #{number} in {name} was opened by {pr['author']}; its CI is {pr['ci_status']}.",
-        checks=lookup_checks([pr["author"], pr["ci_status"]]),
+        checks=kit.lookup_checks([pr["author"], pr["ci_status"]], per_fact=False),
         difficulty=1,
         metadata={"phrasing": phrasing},
     )
@@ -121,7 +116,7 @@ def request_changes_failing(rng: random.Random, world: World) -> TaskDraft | Non
     text = rng.choice(CHANGES_TEXTS)
     name = full_name(repo)
     age = "most recently opened" if newest else "oldest"
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f'Request changes on the {age} open pull request with failing CI in {name}, with the comment "{text}"',
@@ -132,16 +127,16 @@ def request_changes_failing(rng: random.Random, world: World) -> TaskDraft | Non
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, random_day(rng)),
+        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
         reference_solution=[
-            gold_call(
+            kit.call(
                 "list_pull_requests",
                 repo=name,
                 state="open",
                 ci_status="failing",
                 sort="newest" if newest else "oldest",
             ),
-            gold_call(
+            kit.call(
                 "review_pull_request", repo=name, number=target["number"], event="request_changes", body=text
             ),
         ],
@@ -193,7 +188,7 @@ def review_then_merge(rng: random.Random, world: World) -> TaskDraft | None:
     text = rng.choice(CHANGES_TEXTS)
     name, number = f"{pr['owner']}/{pr['name']}", pr["number"]
     verb = METHOD_PHRASES[method]
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Take a look at PR #{number} in {name}. If its CI is passing, approve it and {verb} it; "
@@ -204,14 +199,14 @@ def review_then_merge(rng: random.Random, world: World) -> TaskDraft | None:
             f"and {verb} it.",
         ],
     )
-    today = random_day(rng)
+    today = kit.random_day(rng, FIRST_TODAY)
     if pr["ci_status"] == "passing":
         solution = [
-            gold_call("get_pull_request", repo=name, number=number),
-            gold_call(
+            kit.call("get_pull_request", repo=name, number=number),
+            kit.call(
                 "review_pull_request", repo=name, number=number, event="approve", body="Looks good to me."
             ),
-            gold_call("merge_pull_request", repo=name, number=number, merge_method=method),
+            kit.call("merge_pull_request", repo=name, number=number, merge_method=method),
         ]
         checks: list[Check] = [
             RowExists(
@@ -258,8 +253,8 @@ def review_then_merge(rng: random.Random, world: World) -> TaskDraft | None:
         answer = f"CI is passing, so I approved pull request #{number} in {name} and merged it ({method})."
     else:
         solution = [
-            gold_call("get_pull_request", repo=name, number=number),
-            gold_call("review_pull_request", repo=name, number=number, event="request_changes", body=text),
+            kit.call("get_pull_request", repo=name, number=number),
+            kit.call("review_pull_request", repo=name, number=number, event="request_changes", body=text),
         ]
         checks = [
             RowExists(
@@ -292,7 +287,7 @@ def review_then_merge(rng: random.Random, world: World) -> TaskDraft | None:
         answer = f"CI is failing on pull request #{number} in {name}, so I requested changes."
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, today),
+        env_variables=kit.env_for_username(world, user, today),
         reference_solution=solution,
         expected_answer=answer,
         checks=checks,
@@ -312,7 +307,7 @@ def merge_ready_prs(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     user = rng.choice(members(world, repo["id"], WRITE))
     name = full_name(repo)
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Merge every open pull request in {name} that has passing CI and at least one approval; leave the rest.",
@@ -353,9 +348,9 @@ def merge_ready_prs(rng: random.Random, world: World) -> TaskDraft | None:
     listed = ", ".join(f"#{n}" for n in numbers)
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, random_day(rng)),
-        reference_solution=[gold_call("list_pull_requests", repo=name, state="open")]
-        + [gold_call("merge_pull_request", repo=name, number=n) for n in numbers],
+        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        reference_solution=[kit.call("list_pull_requests", repo=name, state="open")]
+        + [kit.call("merge_pull_request", repo=name, number=n) for n in numbers],
         expected_answer=f"I merged {listed} in {name}; the other open pull requests are not ready.",
         checks=checks,
         difficulty=3,
@@ -388,7 +383,7 @@ def merge_blocked(rng: random.Random, world: World) -> TaskDraft | None:
         reason, user = "you do not have write access to the repository", rng.choice(outsiders)
     else:
         return None
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Merge pull request #{number} in {name}.",
@@ -399,13 +394,13 @@ def merge_blocked(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, random_day(rng)),
+        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
         reference_solution=[
-            gold_call("get_pull_request", repo=name, number=number),
-            gold_call("get_repo", repo=name),
+            kit.call("get_pull_request", repo=name, number=number),
+            kit.call("get_repo", repo=name),
         ],
         expected_answer=f"I cannot merge pull request #{number} in {name}: {reason}.",
-        checks=impossible_checks("merge_pull_request"),
+        checks=kit.impossible_checks("merge_pull_request", reply_label=kit.SAYS_IT_CANNOT),
         difficulty=2,
         metadata={"phrasing": phrasing, "reason": reason},
     )

@@ -2,33 +2,23 @@
 
 from __future__ import annotations
 
-import random
-import sqlite3
-from pathlib import Path
-
-from faker import Faker
-
-from toolgym.envs import App, TaskFamily
+from toolgym.envs import kit
 from toolgym.envs.apps.crm.data import seed_crm
 from toolgym.envs.apps.crm.schema import SCHEMA
 from toolgym.envs.apps.crm.tasks import FAMILIES
 from toolgym.envs.apps.crm.tools import TOOLS
 
 
-class CrmApp(App):
+class CrmApp(kit.PackagedApp):
     """A sales team from the shared population selling to sixty companies through a seven-stage pipeline."""
 
     name = "crm"
     version = "1.0.0"
     schema = SCHEMA
-    policy = (Path(__file__).parent / "policy.md").read_text(encoding="utf-8")
+    policy = kit.read_policy(__file__)
     tools = TOOLS
-
-    def seed(self, db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
-        seed_crm(db, fake, rng)
-
-    def task_families(self) -> list[TaskFamily]:
-        return list(FAMILIES)
+    families = FAMILIES
+    seed_data = staticmethod(seed_crm)
 
 
 APP = CrmApp()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from faker import Faker
 
+from toolgym.envs import kit
 from toolgym.envs.apps.crm.rules import LOST_REASONS, PIPELINE
 from toolgym.envs.people import population
 
@@ -56,9 +57,6 @@ CONTACT_REMINDERS = ("Reconnect with {contact} at {company}", "Send {contact} th
                      "Ask {contact} for an intro to procurement")
 
 
-def _day(low: dt.date, high: dt.date, rng: random.Random) -> dt.date:
-    return low + dt.timedelta(days=rng.randint(0, max(0, (high - low).days)))
-
 
 def _phone(rng: random.Random) -> str:
     return f"+1-{rng.randint(200, 989)}-{rng.randint(200, 989)}-{rng.randint(1000, 9999)}"
@@ -78,12 +76,8 @@ class _Deal:
 
 
 def seed_crm(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
-    previous_factory = db.row_factory
-    db.row_factory = sqlite3.Row  # rows by column name while seeding; restored for the caller
-    try:
+    with kit.named_rows(db):
         _seed_all(db, fake, rng)
-    finally:
-        db.row_factory = previous_factory
 
 
 def _seed_all(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
@@ -143,7 +137,7 @@ def _seed_companies(
         company = {
             "id": len(companies) + 1, "name": name, "domain": domain, "industry": rng.choice(INDUSTRIES),
             "employees": max(3, int(band * rng.uniform(0.8, 1.25))), "city": rng.choice(CITIES),
-            "owner_id": owner, "created_on": _day(dt.date(2025, 3, 1), dt.date(2026, 2, 20), rng).isoformat(),
+            "owner_id": owner, "created_on": kit.random_day(rng, dt.date(2025, 3, 1), dt.date(2026, 2, 20)).isoformat(),
         }
         companies.append(company)
         db.execute(
@@ -200,10 +194,10 @@ def _draw_deals(rng: random.Random, companies: list[dict], contacts: list[dict],
             }
             if status == "open":
                 values["stage_id"] = rng.choices(open_positions, weights=[25, 22, 20, 15, 18])[0]
-                values["close_date"] = _day(dt.date(2026, 4, 3), dt.date(2026, 9, 30), rng).isoformat()
-                created = _day(dt.date(2026, 1, 5), dt.date(2026, 3, 25), rng)
+                values["close_date"] = kit.random_day(rng, dt.date(2026, 4, 3), dt.date(2026, 9, 30)).isoformat()
+                created = kit.random_day(rng, dt.date(2026, 1, 5), dt.date(2026, 3, 25))
             else:
-                closed = _day(dt.date(2026, 1, 8), SNAPSHOT_DAY, rng)
+                closed = kit.random_day(rng, dt.date(2026, 1, 8), SNAPSHOT_DAY)
                 created = closed - dt.timedelta(days=rng.randint(20, 120))
                 values["stage_id"] = won_id if status == "won" else lost_id
                 values["close_date"] = values["closed_on"] = closed.isoformat()
@@ -263,7 +257,7 @@ def _seed_activities(db: sqlite3.Connection, rng: random.Random, contacts: list[
         last = SNAPSHOT_DAY if deal["status"] == "open" else dt.date.fromisoformat(deal["closed_on"])
         for _ in range(rng.randint(1, 4)):
             kind = rng.choices(kinds, weights=weights)[0]
-            day = _day(dt.date.fromisoformat(deal["created_on"]), last, rng).isoformat()
+            day = kit.random_day(rng, dt.date.fromisoformat(deal["created_on"]), last).isoformat()
             first = deal["first_name"] or "the buyer"
             rows.append((kind, _summary(rng, kind, first, product), deal["contact_id"], deal["id"], deal["owner_id"],
                          day, day))
@@ -271,7 +265,7 @@ def _seed_activities(db: sqlite3.Connection, rng: random.Random, contacts: list[
         for _ in range(rng.choices([0, 1, 2], weights=[3, 4, 2])[0]):
             kind = rng.choices(kinds, weights=weights)[0]
             start = max(dt.date.fromisoformat(contact["created_on"]), dt.date(2026, 1, 5))
-            day = _day(start, SNAPSHOT_DAY, rng).isoformat()
+            day = kit.random_day(rng, start, SNAPSHOT_DAY).isoformat()
             rows.append((kind, _summary(rng, kind, contact["first_name"], "our platform"), contact["id"], None,
                          contact["owner_id"], day, day))
     rows.sort(key=lambda r: (r[5], r[3] or 0, r[2] or 0, r[0], r[1]))
@@ -283,7 +277,7 @@ def _seed_activities(db: sqlite3.Connection, rng: random.Random, contacts: list[
 def _reminder_row(
     rng: random.Random, title: str, assignee: int, contact_id: int | None, deal_id: int | None
 ) -> tuple:
-    due = _day(dt.date(2026, 3, 16), dt.date(2026, 9, 20), rng)
+    due = kit.random_day(rng, dt.date(2026, 3, 16), dt.date(2026, 9, 20))
     created = min(due, SNAPSHOT_DAY) - dt.timedelta(days=rng.randint(0, 30))
     done = (due <= SNAPSHOT_DAY and rng.random() < 0.7) or rng.random() < 0.08
     done_on = min(due, SNAPSHOT_DAY).isoformat() if done else None

@@ -6,30 +6,16 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.crm.rules import LIFECYCLE_LABELS, LIFECYCLE_STAGES, lifecycle_rank
-from toolgym.envs.apps.crm.task_kit import (
+from toolgym.envs.apps.crm.task_common import (
     NEW_JOB_TITLES,
-    answer_has,
-    any_today,
-    call,
     companies,
     contacts,
     deals,
-    diff_only,
-    env_for,
-    human_date,
-    impossible_checks,
-    iso,
-    lookup_checks,
-    money,
     name_matches_only_itself,
     new_person,
-    next_id,
-    pick,
     sales_users,
-    user_by_id,
-    with_article,
 )
 from toolgym.envs.context import resolve_date
 from toolgym.schema import ExpectedChange, FieldEquals, RowExists
@@ -61,34 +47,34 @@ def record_owner(rng: random.Random, world: World) -> TaskDraft | None:
     templates = OWNER_QUESTIONS[kind]
     phrasing = rng.randrange(len(templates))
     if kind == "company":
-        company = pick(rng, companies(world))
+        company = rng.choice(companies(world))
         if not name_matches_only_itself(world, company):
             return None
         prompt = templates[phrasing].format(company=company["name"])
         values = [company["owner"], company["city"]]
-        solution = [call("search_crm_companies", query=company["name"])]
+        solution = [kit.call("search_crm_companies", query=company["name"])]
         answer = f"{company['name']} is owned by {company['owner']}; the company is in {company['city']}."
         entity = company["id"]
     elif kind == "contact":
-        contact = pick(rng, contacts(world))
+        contact = rng.choice(contacts(world))
         prompt = templates[phrasing].format(contact=contact["name"], company=contact["company"],
                                             first=contact["first_name"])
         values = [contact["owner"], contact["email"]]
-        solution = [call("search_crm_contacts", query=contact["name"])]
+        solution = [kit.call("search_crm_contacts", query=contact["name"])]
         answer = f"{contact['name']} is owned by {contact['owner']}; their email is {contact['email']}."
         entity = contact["id"]
     else:
-        deal = pick(rng, deals(world))
+        deal = rng.choice(deals(world))
         prompt = templates[phrasing].format(deal=deal["name"])
         values = [deal["owner"], deal["stage"]]
-        solution = [call("list_deals", query=deal["name"], status="all")]
+        solution = [kit.call("list_deals", query=deal["name"], status="all")]
         answer = f"{deal['name']} is owned by {deal['owner']} and is in {deal['stage']}."
         entity = deal["id"]
     return TaskDraft(
         prompt=prompt,
-        checks=lookup_checks(values),
+        checks=kit.lookup_checks(values),
         reference_solution=solution,
-        env_variables=env_for(pick(rng, sales_users(world)), any_today(rng)),
+        env_variables=kit.env_for(rng.choice(sales_users(world)), kit.random_day(rng)),
         expected_answer=answer,
         difficulty=1,
         metadata={"phrasing": f"{kind}{phrasing}", "entity_id": entity},
@@ -106,22 +92,23 @@ LIFECYCLE = (
 
 def update_lifecycle(rng: random.Random, world: World) -> TaskDraft | None:
     """A single forward move of a contact's lifecycle stage."""
-    contact = pick(rng, contacts(world, "c.lifecycle_stage != 'evangelist'"))
+    contact = rng.choice(contacts(world, "c.lifecycle_stage != 'evangelist'"))
     rank = lifecycle_rank(contact["lifecycle_stage"])
     target = LIFECYCLE_STAGES[rng.randint(rank + 1, min(rank + 3, len(LIFECYCLE_STAGES) - 1))]
-    phrasing = rng.randrange(len(LIFECYCLE))
     label = LIFECYCLE_LABELS[target]
     where = {"id": contact["id"]}
+    phrasing, prompt = kit.phrase(
+        rng, LIFECYCLE, contact=contact["name"], company=contact["company"], label=label,
+        a_label=kit.with_article(label))
     return TaskDraft(
-        prompt=LIFECYCLE[phrasing].format(contact=contact["name"], company=contact["company"], label=label,
-                                          a_label=with_article(label)),
+        prompt=prompt,
         checks=[FieldEquals(table="contacts", where=where, field="lifecycle_stage", value=target, weight=3.0,
                             label=f"{contact['name']} is {target}"),
-                diff_only([ExpectedChange(table="contacts", op="update", where=where, fields=["lifecycle_stage"])])],
-        reference_solution=[call("search_crm_contacts", query=contact["name"]),
-                            call("update_contact_stage", contact_id=contact["id"], lifecycle_stage=target)],
-        env_variables=env_for(user_by_id(world, contact["owner_id"]), any_today(rng)),
-        expected_answer=f"{contact['name']} is now {with_article(label)} (was {contact['lifecycle_stage']}).",
+                kit.diff_only([ExpectedChange(table="contacts", op="update", where=where, fields=["lifecycle_stage"])])],
+        reference_solution=[kit.call("search_crm_contacts", query=contact["name"]),
+                            kit.call("update_contact_stage", contact_id=contact["id"], lifecycle_stage=target)],
+        env_variables=kit.env_for(kit.user_by_id(world, contact["owner_id"]), kit.random_day(rng)),
+        expected_answer=f"{contact['name']} is now {kit.with_article(label)} (was {contact['lifecycle_stage']}).",
         difficulty=1,
         metadata={"phrasing": phrasing, "contact_id": contact["id"]},
     )
@@ -138,24 +125,24 @@ ADD_CONTACT = (
 
 def add_contact(rng: random.Random, world: World) -> TaskDraft | None:
     """A single insert: a new person at an existing company, with the stage or owner the prompt names."""
-    company = pick(rng, companies(world))
+    company = rng.choice(companies(world))
     person = new_person(rng, world, company["domain"])
     if person is None:
         return None
     first, last, email = person
-    title = pick(rng, NEW_JOB_TITLES)
-    user = pick(rng, sales_users(world))
+    title = rng.choice(NEW_JOB_TITLES)
+    user = rng.choice(sales_users(world))
     phrasing = rng.randrange(len(ADD_CONTACT))
     stage, owner, owner_arg = "lead", user, None
     if phrasing == 1:
-        stage = pick(rng, ["subscriber", "lead", "marketing_qualified_lead", "sales_qualified_lead"])
+        stage = rng.choice(["subscriber", "lead", "marketing_qualified_lead", "sales_qualified_lead"])
     if phrasing == 2:
         others = [u for u in sales_users(world) if u["id"] != user["id"]]
-        owner = pick(rng, others)
+        owner = rng.choice(others)
         owner_arg = owner["username"]
     name = f"{first} {last}"
     prompt = ADD_CONTACT[phrasing].format(name=name, company=company["name"], email=email, title=title,
-                                          a_label=with_article(LIFECYCLE_LABELS[stage]), rep=owner["name"])
+                                          a_label=kit.with_article(LIFECYCLE_LABELS[stage]), rep=owner["name"])
     row = {"first_name": first, "last_name": last, "email": email, "company_id": company["id"], "job_title": title,
            "lifecycle_stage": stage, "owner_id": owner["id"]}
     arguments = {"first_name": first, "last_name": last, "email": email, "company_id": company["id"],
@@ -165,11 +152,11 @@ def add_contact(rng: random.Random, world: World) -> TaskDraft | None:
     return TaskDraft(
         prompt=prompt,
         checks=[RowExists(table="contacts", where=row, count=1, weight=3.0, label=f"contact {name} added"),
-                diff_only([ExpectedChange(table="contacts", op="insert", where={"email": email})])],
-        reference_solution=[call("search_crm_companies", query=company["name"]),
-                            call("create_crm_contact", **arguments)],
-        env_variables=env_for(user, any_today(rng)),
-        expected_answer=(f"Added {name} ({title}, {email}) as {with_article(LIFECYCLE_LABELS[stage])} at {company['name']}, "
+                kit.diff_only([ExpectedChange(table="contacts", op="insert", where={"email": email})])],
+        reference_solution=[kit.call("search_crm_companies", query=company["name"]),
+                            kit.call("create_crm_contact", **arguments)],
+        env_variables=kit.env_for(user, kit.random_day(rng)),
+        expected_answer=(f"Added {name} ({title}, {email}) as {kit.with_article(LIFECYCLE_LABELS[stage])} at {company['name']}, "
                          f"owned by {owner['name']}."),
         difficulty=1,
         metadata={"phrasing": phrasing, "company_id": company["id"]},
@@ -189,7 +176,7 @@ QUIETEST = (
 
 def remind_least_recent_contact(rng: random.Random, world: World) -> TaskDraft | None:
     """Compare the last activity of a company's contacts; remind me to reach the one gone quiet longest."""
-    company = pick(rng, companies(world))
+    company = rng.choice(companies(world))
     if not name_matches_only_itself(world, company):
         return None
     people = world.query(
@@ -202,24 +189,24 @@ def remind_least_recent_contact(rng: random.Random, world: World) -> TaskDraft |
     if ordered[0]["last_activity"] == ordered[1]["last_activity"]:
         return None
     quiet = ordered[0]
-    today = any_today(rng)
-    due = iso(today + dt.timedelta(days=rng.randint(1, 14)))
+    today = kit.random_day(rng)
+    due = kit.iso(today + dt.timedelta(days=rng.randint(1, 14)))
     phrasing = rng.randrange(len(QUIETEST))
-    due_text = due if rng.random() < 0.5 else human_date(due)
-    user = user_by_id(world, company["owner_id"])
+    due_text = due if rng.random() < 0.5 else kit.human_date(due, year=True)
+    user = kit.user_by_id(world, company["owner_id"])
     where = {"contact_id": quiet["id"], "assignee_id": user["id"], "due_date": due, "done": 0,
-             "created_on": iso(today)}
+             "created_on": kit.iso(today)}
     return TaskDraft(
         prompt=QUIETEST[phrasing].format(company=company["name"], due=due_text),
         checks=[RowExists(table="reminders", where=where, count=1, weight=3.0,
                           label=f"reminder on {due} about {quiet['name']}"),
-                diff_only([ExpectedChange(table="reminders", op="insert", where={"contact_id": quiet["id"]})]),
-                answer_has([quiet["name"]], label="answer names the chosen contact")],
+                kit.diff_only([ExpectedChange(table="reminders", op="insert", where={"contact_id": quiet["id"]})]),
+                kit.answer_has([quiet["name"]], label="answer names the chosen contact")],
         reference_solution=[
-            call("search_crm_contacts", company=company["name"]),
-            call("create_crm_reminder", title=f"Reach out to {quiet['name']}", due_date=due, contact_id=quiet["id"]),
+            kit.call("search_crm_contacts", company=company["name"]),
+            kit.call("create_crm_reminder", title=f"Reach out to {quiet['name']}", due_date=due, contact_id=quiet["id"]),
         ],
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"{quiet['name']} was last contacted on {quiet['last_activity']}, the longest ago at "
                          f"{company['name']}; I set a reminder for {due} to reach out."),
         difficulty=2,
@@ -245,29 +232,29 @@ PRODUCTS = ("Annual License", "Enterprise Upgrade", "Support Renewal", "Analytic
 
 def new_lead_with_deal(rng: random.Random, world: World) -> TaskDraft | None:
     """Three inserts that depend on each other: the contact, a deal pointing at it, and a dated reminder."""
-    company = pick(rng, companies(world))
+    company = rng.choice(companies(world))
     if not name_matches_only_itself(world, company):
         return None
     person = new_person(rng, world, company["domain"])
     if person is None:
         return None
     first, last, email = person
-    deal_name = f"{company['name']} - {pick(rng, PRODUCTS)}"
+    deal_name = f"{company['name']} - {rng.choice(PRODUCTS)}"
     if world.one("SELECT 1 AS hit FROM deals WHERE lower(name)=lower(?)", (deal_name,)) is not None:
         return None
-    title = pick(rng, NEW_JOB_TITLES)
+    title = rng.choice(NEW_JOB_TITLES)
     amount = rng.randint(8, 90) * 1000
-    today = any_today(rng)
-    close = iso(today + dt.timedelta(days=rng.randint(30, 120)))
-    when = pick(rng, WHEN)
-    due = iso(resolve_date(when, today))
-    user = pick(rng, sales_users(world))
+    today = kit.random_day(rng)
+    close = kit.iso(today + dt.timedelta(days=rng.randint(30, 120)))
+    when = rng.choice(WHEN)
+    due = kit.iso(resolve_date(when, today))
+    user = rng.choice(sales_users(world))
     me = user["id"]
-    contact_id, deal_id = next_id(world, "contacts"), next_id(world, "deals")
+    contact_id, deal_id = kit.next_id(world, "contacts"), kit.next_id(world, "deals")
     name = f"{first} {last}"
-    phrasing = rng.randrange(len(NEW_LEAD))
-    prompt = NEW_LEAD[phrasing].format(name=name, first=first, title=title, company=company["name"], email=email,
-                                       deal=deal_name, amount=money(amount), close=close, when=when)
+    phrasing, prompt = kit.phrase(
+        rng, NEW_LEAD, name=name, first=first, title=title, company=company["name"], email=email,
+        deal=deal_name, amount=kit.money(amount), close=close, when=when)
     return TaskDraft(
         prompt=prompt,
         checks=[
@@ -278,25 +265,25 @@ def new_lead_with_deal(rng: random.Random, world: World) -> TaskDraft | None:
                                             "amount": amount, "close_date": close, "stage_id": 1, "status": "open",
                                             "owner_id": me},
                       count=1, weight=2.0, label=f"deal {deal_name} linked to the new contact"),
-            RowExists(table="reminders", where={"assignee_id": me, "due_date": due, "done": 0, "created_on": iso(today)},
+            RowExists(table="reminders", where={"assignee_id": me, "due_date": due, "done": 0, "created_on": kit.iso(today)},
                       count=1, weight=2.0, label=f"reminder due {due} ({when})"),
-            diff_only([
+            kit.diff_only([
                 ExpectedChange(table="contacts", op="insert", where={"email": email}),
                 ExpectedChange(table="deals", op="insert", where={"name": deal_name}),
                 ExpectedChange(table="reminders", op="insert", where={"assignee_id": me}),
             ]),
         ],
         reference_solution=[
-            call("search_crm_companies", query=company["name"]),
-            call("create_crm_contact", first_name=first, last_name=last, email=email, company_id=company["id"],
+            kit.call("search_crm_companies", query=company["name"]),
+            kit.call("create_crm_contact", first_name=first, last_name=last, email=email, company_id=company["id"],
                  job_title=title),
-            call("create_deal", name=deal_name, company_id=company["id"], amount=amount, close_date=close,
+            kit.call("create_deal", name=deal_name, company_id=company["id"], amount=amount, close_date=close,
                  contact_id=contact_id),
-            call("create_crm_reminder", title=f"Follow up with {name}", due_date=when, contact_id=contact_id,
+            kit.call("create_crm_reminder", title=f"Follow up with {name}", due_date=when, contact_id=contact_id,
                  deal_id=deal_id),
         ],
-        env_variables=env_for(user, today),
-        expected_answer=(f"Added {name} ({email}) at {company['name']}, opened \"{deal_name}\" for {money(amount)} "
+        env_variables=kit.env_for(user, today),
+        expected_answer=(f"Added {name} ({email}) at {company['name']}, opened \"{deal_name}\" for {kit.money(amount)} "
                          f"closing {close} with them as the contact, and set a reminder for {due}."),
         difficulty=3,
         metadata={"phrasing": phrasing, "company_id": company["id"], "when": when},
@@ -314,20 +301,21 @@ DUPLICATE = (
 
 def duplicate_email_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """The email the user gives already belongs to another contact: emails are unique, so nothing is added."""
-    existing = pick(rng, contacts(world))
+    existing = rng.choice(contacts(world))
     person = new_person(rng, world, existing["domain"])
     if person is None:
         return None
     first, last, _ = person
-    title = pick(rng, NEW_JOB_TITLES)
-    phrasing = rng.randrange(len(DUPLICATE))
+    title = rng.choice(NEW_JOB_TITLES)
     name = f"{first} {last}"
+    phrasing, prompt = kit.phrase(
+        rng, DUPLICATE, name=name, company=existing["company"], email=existing["email"], title=title)
     return TaskDraft(
-        prompt=DUPLICATE[phrasing].format(name=name, company=existing["company"], email=existing["email"], title=title),
-        checks=[*impossible_checks("create_crm_contact"),
-                answer_has([existing["name"]], label="answer names who already has the email")],
-        reference_solution=[call("search_crm_contacts", query=existing["email"])],
-        env_variables=env_for(pick(rng, sales_users(world)), any_today(rng)),
+        prompt=prompt,
+        checks=[*kit.impossible_checks("create_crm_contact"),
+                kit.answer_has([existing["name"]], label="answer names who already has the email")],
+        reference_solution=[kit.call("search_crm_contacts", query=existing["email"])],
+        env_variables=kit.env_for(rng.choice(sales_users(world)), kit.random_day(rng)),
         expected_answer=(f"I cannot add {name} with {existing['email']}: that email already belongs to "
                          f"{existing['name']} at {existing['company']}, and contact emails must be unique."),
         difficulty=2,

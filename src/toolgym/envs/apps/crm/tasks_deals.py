@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.crm.rules import (
     LAST_OPEN_POSITION,
     LIFECYCLE_STAGES,
@@ -14,27 +14,12 @@ from toolgym.envs.apps.crm.rules import (
     WON_STAGE,
     lifecycle_rank,
 )
-from toolgym.envs.apps.crm.task_kit import (
-    answer_has,
-    any_today,
-    call,
+from toolgym.envs.apps.crm.task_common import (
     companies,
-    day_of,
     deals,
-    diff_only,
-    env_for,
-    human_date,
-    impossible_checks,
-    iso,
-    lookup_checks,
-    money,
     name_matches_only_itself,
-    pick,
     sales_users,
     stage_names,
-    today_before,
-    unique_best,
-    user_by_id,
 )
 from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
 
@@ -56,28 +41,28 @@ BIGGEST_DEAL = {
 
 def biggest_open_deal(rng: random.Random, world: World) -> TaskDraft | None:
     """Look a company up and compare the amounts of its open deals; answer two facts about the biggest one."""
-    company = pick(rng, companies(world))
+    company = rng.choice(companies(world))
     if not name_matches_only_itself(world, company):
         return None
     open_deals = deals(world, "d.company_id=? AND d.status='open'", (company["id"],))
-    best = unique_best(open_deals, "amount", largest=True)
+    best = kit.unique_best(open_deals, "amount", largest=True)
     if best is None or len(open_deals) < 2:
         return None
     asked = sorted(BIGGEST_DEAL)[rng.randrange(len(BIGGEST_DEAL))]
     if "contact" in asked and best["contact"] is None:
         return None
     templates = BIGGEST_DEAL[asked]
-    phrasing = rng.randrange(len(templates))
     facts = {"stage": best["stage"], "owner": best["owner"], "close_date": best["close_date"],
              "contact": best["contact"]}
     contact = f", with {best['contact']} as the contact" if best["contact"] else ""
+    phrasing, prompt = kit.phrase(rng, templates, company=company["name"])
     return TaskDraft(
-        prompt=templates[phrasing].format(company=company["name"]),
-        checks=lookup_checks([best["name"], *(facts[k] for k in asked)]),
-        reference_solution=[call("search_crm_companies", query=company["name"]),
-                            call("get_crm_company", company_id=company["id"])],
-        env_variables=env_for(pick(rng, sales_users(world)), any_today(rng)),
-        expected_answer=(f"The biggest open deal with {company['name']} is {best['name']} ({money(best['amount'])}), "
+        prompt=prompt,
+        checks=kit.lookup_checks([best["name"], *(facts[k] for k in asked)]),
+        reference_solution=[kit.call("search_crm_companies", query=company["name"]),
+                            kit.call("get_crm_company", company_id=company["id"])],
+        env_variables=kit.env_for(rng.choice(sales_users(world)), kit.random_day(rng)),
+        expected_answer=(f"The biggest open deal with {company['name']} is {best['name']} ({kit.money(best['amount'])}), "
                          f"in {best['stage']}, owned by {best['owner']}, closing {best['close_date']}{contact}."),
         difficulty=1,
         metadata={"phrasing": "-".join(asked) + str(phrasing), "deal_id": best["id"]},
@@ -107,8 +92,8 @@ LOST_PHRASES = {
 
 def deal_stage_update(rng: random.Random, world: World) -> TaskDraft | None:
     """A single write on an open deal named in the prompt: one stage forward, or Closed Lost with a reason."""
-    deal = pick(rng, deals(world, "d.status='open'"))
-    today = today_before(rng, deal["close_date"])
+    deal = rng.choice(deals(world, "d.status='open'"))
+    today = kit.today_before(rng, kit.day_of(deal["close_date"]), 60, same_day=True)
     if today is None:
         return None
     names = stage_names(world)
@@ -118,8 +103,7 @@ def deal_stage_update(rng: random.Random, world: World) -> TaskDraft | None:
                                fields=["stage_id", "status", "closed_on", "lost_reason"])]
     if lost:
         reason = sorted(LOST_PHRASES)[rng.randrange(len(LOST_PHRASES))]
-        phrasing = rng.randrange(len(MARK_LOST))
-        prompt = MARK_LOST[phrasing].format(deal=deal["name"], reason=LOST_PHRASES[reason])
+        phrasing, prompt = kit.phrase(rng, MARK_LOST, deal=deal["name"], reason=LOST_PHRASES[reason])
         target = next(p for p, n in names.items() if n == LOST_STAGE)
         checks: list[Check] = [
             FieldEquals(table="deals", where=where, field="stage_id", value=target, weight=3.0,
@@ -128,13 +112,12 @@ def deal_stage_update(rng: random.Random, world: World) -> TaskDraft | None:
             FieldEquals(table="deals", where=where, field="lost_reason", value=reason, weight=1.0,
                         label=f"lost reason {reason}"),
         ]
-        move = call("move_deal_stage", deal_id=deal["id"], stage=LOST_STAGE, lost_reason=reason)
+        move = kit.call("move_deal_stage", deal_id=deal["id"], stage=LOST_STAGE, lost_reason=reason)
         answer = f"Marked {deal['name']} as {LOST_STAGE} (reason: {reason}); it was in {deal['stage']}."
         key = f"lost{phrasing}"
     else:
         target = deal["position"] + 1
-        phrasing = rng.randrange(len(ADVANCE))
-        prompt = ADVANCE[phrasing].format(deal=deal["name"], next=names[target])
+        phrasing, prompt = kit.phrase(rng, ADVANCE, deal=deal["name"], next=names[target])
         status = "won" if names[target] == WON_STAGE else "open"
         checks = [
             FieldEquals(table="deals", where=where, field="stage_id", value=target, weight=3.0,
@@ -142,14 +125,14 @@ def deal_stage_update(rng: random.Random, world: World) -> TaskDraft | None:
             FieldEquals(table="deals", where=where, field="status", value=status, weight=1.0,
                         label=f"deal is {status}"),
         ]
-        move = call("move_deal_stage", deal_id=deal["id"], stage=names[target])
+        move = kit.call("move_deal_stage", deal_id=deal["id"], stage=names[target])
         answer = f"Moved {deal['name']} from {deal['stage']} to {names[target]}."
         key = f"next{phrasing}"
     return TaskDraft(
         prompt=prompt,
-        checks=[*checks, diff_only(expected)],
-        reference_solution=[call("list_deals", query=deal["name"]), move],
-        env_variables=env_for(user_by_id(world, deal["owner_id"]), today),
+        checks=[*checks, kit.diff_only(expected)],
+        reference_solution=[kit.call("list_deals", query=deal["name"]), move],
+        env_variables=kit.env_for(kit.user_by_id(world, deal["owner_id"]), today),
         expected_answer=answer,
         difficulty=1,
         metadata={"phrasing": key, "deal_id": deal["id"]},
@@ -172,33 +155,32 @@ REVALUE = (
 
 def reschedule_deal(rng: random.Random, world: World) -> TaskDraft | None:
     """A single field edit on an open deal: a later close date, or a new amount."""
-    deal = pick(rng, deals(world, "d.status='open'"))
-    today = today_before(rng, deal["close_date"])
+    deal = rng.choice(deals(world, "d.status='open'"))
+    today = kit.today_before(rng, kit.day_of(deal["close_date"]), 60, same_day=True)
     if today is None:
         return None
     where = {"id": deal["id"]}
     if rng.random() < 0.5:
-        new_date = iso(day_of(deal["close_date"]) + dt.timedelta(days=rng.randint(7, 45)))
-        phrasing = rng.randrange(len(RESCHEDULE))
-        prompt = RESCHEDULE[phrasing].format(deal=deal["name"], date=new_date, date_h=human_date(new_date))
+        new_date = kit.iso(kit.day_of(deal["close_date"]) + dt.timedelta(days=rng.randint(7, 45)))
+        phrasing, prompt = kit.phrase(
+            rng, RESCHEDULE, deal=deal["name"], date=new_date, date_h=kit.human_date(new_date, year=True))
         field, value, key = "close_date", new_date, f"date{phrasing}"
         answer = f"{deal['name']} now closes on {new_date} (was {deal['close_date']})."
     else:
         new_amount = deal["amount"] + rng.choice([-1, 1, 2, 3]) * rng.randint(2, 12) * 1000
         if new_amount < 1000 or new_amount == deal["amount"]:
             return None
-        phrasing = rng.randrange(len(REVALUE))
-        prompt = REVALUE[phrasing].format(deal=deal["name"], amount=money(new_amount))
+        phrasing, prompt = kit.phrase(rng, REVALUE, deal=deal["name"], amount=kit.money(new_amount))
         field, value, key = "amount", new_amount, f"amount{phrasing}"
-        answer = f"{deal['name']} is now worth {money(new_amount)} (was {money(deal['amount'])})."
+        answer = f"{deal['name']} is now worth {kit.money(new_amount)} (was {kit.money(deal['amount'])})."
     return TaskDraft(
         prompt=prompt,
         checks=[FieldEquals(table="deals", where=where, field=field, value=value, weight=3.0,
                             label=f"{deal['name']} {field} = {value}"),
-                diff_only([ExpectedChange(table="deals", op="update", where=where, fields=[field])])],
-        reference_solution=[call("list_deals", query=deal["name"]),
-                            call("update_deal", deal_id=deal["id"], **{field: value})],
-        env_variables=env_for(user_by_id(world, deal["owner_id"]), today),
+                kit.diff_only([ExpectedChange(table="deals", op="update", where=where, fields=[field])])],
+        reference_solution=[kit.call("list_deals", query=deal["name"]),
+                            kit.call("update_deal", deal_id=deal["id"], **{field: value})],
+        env_variables=kit.env_for(kit.user_by_id(world, deal["owner_id"]), today),
         expected_answer=answer,
         difficulty=1,
         metadata={"phrasing": key, "deal_id": deal["id"]},
@@ -225,9 +207,9 @@ CALL_SUMMARIES = ("Confirmed budget and timeline", "Discussed pricing and next s
 
 def call_closing_soonest(rng: random.Random, world: World) -> TaskDraft | None:
     """Among a company's (or my) open deals pick the earliest close date and log a call on that deal."""
-    summary = pick(rng, CALL_SUMMARIES)
+    summary = rng.choice(CALL_SUMMARIES)
     if rng.random() < 0.5:
-        company = pick(rng, companies(world))
+        company = rng.choice(companies(world))
         if not name_matches_only_itself(world, company):
             return None
         pool = deals(world, "d.company_id=? AND d.status='open'", (company["id"],))
@@ -235,38 +217,36 @@ def call_closing_soonest(rng: random.Random, world: World) -> TaskDraft | None:
         if len(ordered) < 2 or ordered[0]["close_date"] == ordered[1]["close_date"]:
             return None
         best = ordered[0]
-        user = user_by_id(world, best["owner_id"])
-        phrasing = rng.randrange(len(SOONEST_COMPANY))
-        prompt = SOONEST_COMPANY[phrasing].format(company=company["name"], summary=summary)
-        lookup = [call("search_crm_companies", query=company["name"]), call("get_crm_company", company_id=company["id"])]
+        user = kit.user_by_id(world, best["owner_id"])
+        phrasing, prompt = kit.phrase(rng, SOONEST_COMPANY, company=company["name"], summary=summary)
+        lookup = [kit.call("search_crm_companies", query=company["name"]), kit.call("get_crm_company", company_id=company["id"])]
         key = f"company{phrasing}"
     else:
-        user = pick(rng, sales_users(world))
+        user = rng.choice(sales_users(world))
         ordered = sorted(deals(world, "d.owner_id=? AND d.status='open'", (user["id"],)),
                          key=lambda d: (d["close_date"], d["id"]))
         if len(ordered) < 2 or ordered[0]["close_date"] == ordered[1]["close_date"]:
             return None
         best = ordered[0]
-        phrasing = rng.randrange(len(SOONEST_MINE))
-        prompt = SOONEST_MINE[phrasing].format(summary=summary)
-        lookup = [call("list_deals", owner="me")]
+        phrasing, prompt = kit.phrase(rng, SOONEST_MINE, summary=summary)
+        lookup = [kit.call("list_deals", owner="me")]
         key = f"mine{phrasing}"
-    today = today_before(rng, best["close_date"])
+    today = kit.today_before(rng, kit.day_of(best["close_date"]), 60, same_day=True)
     if today is None:
         return None
     me = user["id"]
-    new = {"kind": "call", "deal_id": best["id"], "user_id": me, "occurred_on": iso(today)}
+    new = {"kind": "call", "deal_id": best["id"], "user_id": me, "occurred_on": kit.iso(today)}
     return TaskDraft(
         prompt=prompt,
         checks=[
             RowExists(table="activities", where=new, count=1, weight=3.0, label=f"call logged on {best['name']}"),
             FieldEquals(table="activities", where=new, field="summary", value=summary, weight=1.0,
                         label="summary as given"),
-            diff_only([ExpectedChange(table="activities", op="insert", where={"deal_id": best["id"]})]),
-            answer_has([best["name"]], label="answer names the chosen deal"),
+            kit.diff_only([ExpectedChange(table="activities", op="insert", where={"deal_id": best["id"]})]),
+            kit.answer_has([best["name"]], label="answer names the chosen deal"),
         ],
-        reference_solution=[*lookup, call("log_crm_activity", kind="call", summary=summary, deal_id=best["id"])],
-        env_variables=env_for(user, today),
+        reference_solution=[*lookup, kit.call("log_crm_activity", kind="call", summary=summary, deal_id=best["id"])],
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"{best['name']} closes soonest ({best['close_date']}); I logged the call on it: "
                          f"\"{summary}\"."),
         difficulty=2,
@@ -289,31 +269,31 @@ MEETING_SUMMARIES = ("Demo went well, legal review next", "Met the buying commit
 
 def advance_deal_stepwise(rng: random.Random, world: World) -> TaskDraft | None:
     """Several moves (two or three stages, one at a time, as the rules require) plus a logged meeting."""
-    deal = pick(rng, deals(world, "d.status='open' AND s.position <= ?", (LAST_OPEN_POSITION - 2,)))
+    deal = rng.choice(deals(world, "d.status='open' AND s.position <= ?", (LAST_OPEN_POSITION - 2,)))
     steps = rng.randint(2, min(3, LAST_OPEN_POSITION - deal["position"]))
-    today = today_before(rng, deal["close_date"])
+    today = kit.today_before(rng, kit.day_of(deal["close_date"]), 60, same_day=True)
     if today is None:
         return None
     names = stage_names(world)
     target = deal["position"] + steps
-    summary = pick(rng, MEETING_SUMMARIES)
-    phrasing = rng.randrange(len(STEPWISE))
+    summary = rng.choice(MEETING_SUMMARIES)
     me = deal["owner_id"]
-    meeting = {"kind": "meeting", "deal_id": deal["id"], "user_id": me, "occurred_on": iso(today)}
-    moves = [call("move_deal_stage", deal_id=deal["id"], stage=names[p])
+    meeting = {"kind": "meeting", "deal_id": deal["id"], "user_id": me, "occurred_on": kit.iso(today)}
+    moves = [kit.call("move_deal_stage", deal_id=deal["id"], stage=names[p])
              for p in range(deal["position"] + 1, target + 1)]
+    phrasing, prompt = kit.phrase(rng, STEPWISE, deal=deal["name"], target=names[target], summary=summary)
     return TaskDraft(
-        prompt=STEPWISE[phrasing].format(deal=deal["name"], target=names[target], summary=summary),
+        prompt=prompt,
         checks=[
             FieldEquals(table="deals", where={"id": deal["id"]}, field="stage_id", value=target, weight=3.0,
                         label=f"{deal['name']} in {names[target]}"),
             RowExists(table="activities", where=meeting, count=1, weight=2.0, label="meeting logged on the deal"),
-            diff_only([ExpectedChange(table="deals", op="update", where={"id": deal["id"]}, fields=["stage_id"]),
+            kit.diff_only([ExpectedChange(table="deals", op="update", where={"id": deal["id"]}, fields=["stage_id"]),
                        ExpectedChange(table="activities", op="insert", where={"deal_id": deal["id"]})]),
         ],
-        reference_solution=[call("list_deals", query=deal["name"]), *moves,
-                            call("log_crm_activity", kind="meeting", summary=summary, deal_id=deal["id"])],
-        env_variables=env_for(user_by_id(world, me), today),
+        reference_solution=[kit.call("list_deals", query=deal["name"]), *moves,
+                            kit.call("log_crm_activity", kind="meeting", summary=summary, deal_id=deal["id"])],
+        env_variables=kit.env_for(kit.user_by_id(world, me), today),
         expected_answer=(f"Moved {deal['name']} from {deal['stage']} through "
                          f"{', '.join(names[p] for p in range(deal['position'] + 1, target + 1))} and logged the "
                          "meeting."),
@@ -340,25 +320,26 @@ def win_deal(rng: random.Random, world: World) -> TaskDraft | None:
     pool = [d for d in deals(world, "d.status='open' AND s.position=? AND d.contact_id IS NOT NULL",
                              (LAST_OPEN_POSITION,))
             if lifecycle_rank(d["contact_stage"]) < LIFECYCLE_STAGES.index("customer")]
-    deal = pick(rng, pool)
-    today = today_before(rng, deal["close_date"])
+    deal = rng.choice(pool)
+    today = kit.today_before(rng, kit.day_of(deal["close_date"]), 60, same_day=True)
     if today is None:
         return None
     names = stage_names(world)
     won = next(p for p, n in names.items() if n == WON_STAGE)
-    note = pick(rng, WIN_NOTES)
-    phrasing = rng.randrange(len(WIN))
+    note = rng.choice(WIN_NOTES)
     me = deal["owner_id"]
-    new_note = {"kind": "note", "deal_id": deal["id"], "user_id": me, "occurred_on": iso(today)}
+    new_note = {"kind": "note", "deal_id": deal["id"], "user_id": me, "occurred_on": kit.iso(today)}
+    phrasing, prompt = kit.phrase(
+        rng, WIN, deal=deal["name"], contact=deal["contact"], company=deal["company"], note=note)
     return TaskDraft(
-        prompt=WIN[phrasing].format(deal=deal["name"], contact=deal["contact"], company=deal["company"], note=note),
+        prompt=prompt,
         checks=[
-            RowExists(table="deals", where={"id": deal["id"], "stage_id": won, "status": "won", "closed_on": iso(today)},
+            RowExists(table="deals", where={"id": deal["id"], "stage_id": won, "status": "won", "closed_on": kit.iso(today)},
                       count=1, weight=3.0, label=f"{deal['name']} won today"),
             FieldEquals(table="contacts", where={"id": deal["contact_id"]}, field="lifecycle_stage", value="customer",
                         weight=2.0, label=f"{deal['contact']} is a customer"),
             RowExists(table="activities", where=new_note, count=1, weight=2.0, label="note logged on the deal"),
-            diff_only([
+            kit.diff_only([
                 ExpectedChange(table="deals", op="update", where={"id": deal["id"]},
                                fields=["stage_id", "status", "closed_on"]),
                 ExpectedChange(table="contacts", op="update", where={"id": deal["contact_id"]},
@@ -367,12 +348,12 @@ def win_deal(rng: random.Random, world: World) -> TaskDraft | None:
             ]),
         ],
         reference_solution=[
-            call("list_deals", query=deal["name"]),
-            call("move_deal_stage", deal_id=deal["id"], stage=WON_STAGE),
-            call("update_contact_stage", contact_id=deal["contact_id"], lifecycle_stage="customer"),
-            call("log_crm_activity", kind="note", summary=note, deal_id=deal["id"]),
+            kit.call("list_deals", query=deal["name"]),
+            kit.call("move_deal_stage", deal_id=deal["id"], stage=WON_STAGE),
+            kit.call("update_contact_stage", contact_id=deal["contact_id"], lifecycle_stage="customer"),
+            kit.call("log_crm_activity", kind="note", summary=note, deal_id=deal["id"]),
         ],
-        env_variables=env_for(user_by_id(world, me), today),
+        env_variables=kit.env_for(kit.user_by_id(world, me), today),
         expected_answer=(f"{deal['name']} is now Closed Won, {deal['contact']} is a customer, and the note is logged "
                          "on the deal."),
         difficulty=3,
@@ -396,22 +377,21 @@ UNWIN = (
 
 def reopen_closed_deal(rng: random.Random, world: World) -> TaskDraft | None:
     """A won or lost deal must not be moved again: reopening it (or un-winning it) is refused."""
-    deal = pick(rng, deals(world, "d.status IN ('won', 'lost')"))
+    deal = rng.choice(deals(world, "d.status IN ('won', 'lost')"))
     names = stage_names(world)
     if deal["status"] == "won" and rng.random() < 0.35:
         phrasing = rng.randrange(len(UNWIN))
         prompt, key = UNWIN[phrasing].format(deal=deal["name"]), f"unwin{phrasing}"
     else:
         stage = names[rng.randint(2, LAST_OPEN_POSITION)]
-        phrasing = rng.randrange(len(REOPEN))
-        prompt = REOPEN[phrasing].format(deal=deal["name"], stage=stage, company=deal["company"])
+        phrasing, prompt = kit.phrase(rng, REOPEN, deal=deal["name"], stage=stage, company=deal["company"])
         key = f"reopen{phrasing}"
     outcome = "won" if deal["status"] == "won" else "lost"
     return TaskDraft(
         prompt=prompt,
-        checks=impossible_checks("move_deal_stage"),
-        reference_solution=[call("list_deals", query=deal["name"], status="all")],
-        env_variables=env_for(user_by_id(world, deal["owner_id"]), any_today(rng)),
+        checks=kit.impossible_checks("move_deal_stage"),
+        reference_solution=[kit.call("list_deals", query=deal["name"], status="all")],
+        env_variables=kit.env_for(kit.user_by_id(world, deal["owner_id"]), kit.random_day(rng)),
         expected_answer=(f"I cannot change {deal['name']}: it was closed as {outcome} ({deal['stage']}) on "
                          f"{deal['closed_on']}, and closed deals cannot be reopened or moved."),
         difficulty=1,
@@ -430,18 +410,18 @@ SKIP = (
 
 def skip_stage_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """The user explicitly asks to skip stages; the pipeline only moves one stage at a time."""
-    deal = pick(rng, deals(world, "d.status='open' AND s.position <= ?", (LAST_OPEN_POSITION - 1,)))
+    deal = rng.choice(deals(world, "d.status='open' AND s.position <= ?", (LAST_OPEN_POSITION - 1,)))
     names = stage_names(world)
     won = next(p for p, n in names.items() if n == WON_STAGE)
     target = rng.randint(deal["position"] + 2, won)
     phrasing = rng.randrange(len(SKIP))
     following = names[deal["position"] + 1]
-    today = today_before(rng, deal["close_date"]) or any_today(rng)
+    today = kit.today_before(rng, kit.day_of(deal["close_date"]), 60, same_day=True) or kit.random_day(rng)
     return TaskDraft(
         prompt=SKIP[phrasing].format(deal=deal["name"], target=names[target], next=following, current=deal["stage"]),
-        checks=impossible_checks("move_deal_stage"),
-        reference_solution=[call("list_deals", query=deal["name"])],
-        env_variables=env_for(user_by_id(world, deal["owner_id"]), today),
+        checks=kit.impossible_checks("move_deal_stage"),
+        reference_solution=[kit.call("list_deals", query=deal["name"])],
+        env_variables=kit.env_for(kit.user_by_id(world, deal["owner_id"]), today),
         expected_answer=(f"I cannot skip stages: {deal['name']} is in {deal['stage']}, so the only stage it can move "
                          f"to next is {following}; deals move forward one stage at a time."),
         difficulty=2,

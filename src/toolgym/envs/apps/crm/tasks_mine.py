@@ -6,24 +6,9 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.crm.rules import month_bounds
-from toolgym.envs.apps.crm.task_kit import (
-    FIRST_DAY,
-    LAST_DAY,
-    answer_has,
-    any_today,
-    call,
-    contacts,
-    day_of,
-    deals,
-    diff_only,
-    env_for,
-    iso,
-    pick,
-    sales_users,
-    user_by_id,
-)
+from toolgym.envs.apps.crm.task_common import contacts, deals, sales_users
 from toolgym.envs.context import WEEKDAYS, resolve_date
 from toolgym.schema import Check, ExpectedChange, RowExists
 
@@ -42,24 +27,24 @@ DAY_WINDOWS = (5, 7, 10, 14, 20, 21, 28, 30, 40, 45, 60, 75, 90)
 
 def my_deals_closing(rng: random.Random, world: World) -> TaskDraft | None:
     """'My deals closing this month / next month / in the next N days': user and today decide the answer."""
-    user = pick(rng, sales_users(world))
-    today = any_today(rng)
+    user = rng.choice(sales_users(world))
+    today = kit.random_day(rng)
     mode = rng.choice(["this month", "next month", "days"])
     mine = deals(world, "d.owner_id=? AND d.status='open'", (user["id"],))
     if mode == "days":
-        days = pick(rng, DAY_WINDOWS)
-        first, last = iso(today), iso(today + dt.timedelta(days=days))
+        days = rng.choice(DAY_WINDOWS)
+        first, last = kit.iso(today), kit.iso(today + dt.timedelta(days=days))
         period = f"in the next {days} days"
-        edges = {iso(today - dt.timedelta(days=1)), first, last, iso(today + dt.timedelta(days=days + 1))}
+        edges = {kit.iso(today - dt.timedelta(days=1)), first, last, kit.iso(today + dt.timedelta(days=days + 1))}
         if any(d["close_date"] in edges for d in mine):
             return None  # a deal on the edge of the window would make "in the next N days" ambiguous
-        lookup = call("list_deals", owner="me")
+        lookup = kit.call("list_deals", owner="me")
     else:
         first, last = month_bounds(mode, today)
         period = mode
-        if mode == "this month" and any(first <= d["close_date"] < iso(today) for d in mine):
+        if mode == "this month" and any(first <= d["close_date"] < kit.iso(today) for d in mine):
             return None  # overdue deals earlier this month: would they count? keep the question unambiguous
-        lookup = call("list_deals", owner="me", close_month=mode)
+        lookup = kit.call("list_deals", owner="me", close_month=mode)
     hits = sorted((d for d in mine if first <= d["close_date"] <= last), key=lambda d: (d["close_date"], d["id"]))
     if not 1 <= len(hits) <= 5:
         return None
@@ -69,9 +54,9 @@ def my_deals_closing(rng: random.Random, world: World) -> TaskDraft | None:
     listing = "; ".join(f"{d['name']} ({d['stage']}, closes {d['close_date']})" for d in hits)
     return TaskDraft(
         prompt=CLOSING[phrasing].format(period=period),
-        checks=[*(answer_has([v]) for v in values), diff_only([], weight=1.0)],
+        checks=[*(kit.answer_has([v]) for v in values), kit.diff_only([], weight=1.0)],
         reference_solution=[lookup],
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=f"You have {len(hits)} open deal(s) closing {period} ({first} to {last}): {listing}.",
         difficulty=2,
         metadata={"phrasing": phrasing, "period": period, "deal_ids": [d["id"] for d in hits]},
@@ -93,25 +78,25 @@ RELATIVE_DAYS = ("tomorrow", "the day after tomorrow", "next Friday", "next Mond
 
 def remind_me_relative(rng: random.Random, world: World) -> TaskDraft | None:
     """A reminder about a contact, due on a day named relative to CURRENT_DATE ('tomorrow', 'next Friday')."""
-    contact = pick(rng, contacts(world))
-    user = user_by_id(world, contact["owner_id"])
-    today = any_today(rng)
-    when = pick(rng, RELATIVE_DAYS)
-    due = iso(resolve_date(when, today))
-    action = pick(rng, ACTIONS).format(name=contact["name"], company=contact["company"])
-    phrasing = rng.randrange(len(REMIND))
+    contact = rng.choice(contacts(world))
+    user = kit.user_by_id(world, contact["owner_id"])
+    today = kit.random_day(rng)
+    when = rng.choice(RELATIVE_DAYS)
+    due = kit.iso(resolve_date(when, today))
+    action = rng.choice(ACTIONS).format(name=contact["name"], company=contact["company"])
     where = {"assignee_id": user["id"], "contact_id": contact["id"], "due_date": due, "done": 0,
-             "created_on": iso(today)}
+             "created_on": kit.iso(today)}
+    phrasing, prompt = kit.phrase(rng, REMIND, when=when, When_cap=when[0].upper() + when[1:], action=action)
     return TaskDraft(
-        prompt=REMIND[phrasing].format(when=when, When_cap=when[0].upper() + when[1:], action=action),
+        prompt=prompt,
         checks=[RowExists(table="reminders", where=where, count=1, weight=3.0,
                           label=f"reminder about {contact['name']} due {due}"),
-                diff_only([ExpectedChange(table="reminders", op="insert", where={"contact_id": contact["id"]})])],
+                kit.diff_only([ExpectedChange(table="reminders", op="insert", where={"contact_id": contact["id"]})])],
         reference_solution=[
-            call("search_crm_contacts", query=contact["name"]),
-            call("create_crm_reminder", title=action[0].upper() + action[1:], due_date=when, contact_id=contact["id"]),
+            kit.call("search_crm_contacts", query=contact["name"]),
+            kit.call("create_crm_reminder", title=action[0].upper() + action[1:], due_date=when, contact_id=contact["id"]),
         ],
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=f"Done: a reminder to {action} is set for {due}.",
         difficulty=2,
         metadata={"phrasing": phrasing, "when": when, "contact_id": contact["id"]},
@@ -139,7 +124,7 @@ def _when_phrases(day: dt.date) -> list[tuple[str, dt.date]]:
     for back in range(1, 8):
         options.append((f"next {weekday}", day - dt.timedelta(days=back)))
     return [(text, today) for text, today in options
-            if FIRST_DAY <= today <= LAST_DAY and resolve_date(text, today) == day]
+            if kit.FIRST_DAY <= today <= kit.LAST_DAY and resolve_date(text, today) == day]
 
 
 def my_follow_ups_on_day(rng: random.Random, world: World) -> TaskDraft | None:
@@ -147,26 +132,26 @@ def my_follow_ups_on_day(rng: random.Random, world: World) -> TaskDraft | None:
     slots = world.query(
         "SELECT assignee_id, due_date, COUNT(*) AS n FROM reminders WHERE done = 0 AND due_date BETWEEN ? AND ? "
         "GROUP BY assignee_id, due_date HAVING COUNT(*) <= 3 ORDER BY assignee_id, due_date",
-        (iso(FIRST_DAY), iso(LAST_DAY + dt.timedelta(days=7))))
-    slot = pick(rng, slots)
-    day = day_of(slot["due_date"])
+        (kit.iso(kit.FIRST_DAY), kit.iso(kit.LAST_DAY + dt.timedelta(days=7))))
+    slot = rng.choice(slots)
+    day = kit.day_of(slot["due_date"])
     phrases = _when_phrases(day)
     if not phrases:
         return None
-    when, today = pick(rng, phrases)
+    when, today = rng.choice(phrases)
     due = world.query(
         "SELECT r.id, c.first_name || ' ' || c.last_name AS contact, r.title FROM reminders r "
         "JOIN contacts c ON c.id = r.contact_id WHERE r.assignee_id=? AND r.due_date=? AND r.done=0 ORDER BY r.id",
         (slot["assignee_id"], slot["due_date"]))
     names = sorted({r["contact"] for r in due})
-    phrasing = rng.randrange(len(FOLLOW_UPS))
-    checks: list[Check] = [answer_has([n]) for n in names]
-    checks.append(diff_only([], weight=1.0))
+    checks: list[Check] = [kit.answer_has([n]) for n in names]
+    checks.append(kit.diff_only([], weight=1.0))
+    phrasing, prompt = kit.phrase(rng, FOLLOW_UPS, when=when)
     return TaskDraft(
-        prompt=FOLLOW_UPS[phrasing].format(when=when),
+        prompt=prompt,
         checks=checks,
-        reference_solution=[call("list_my_crm_reminders", due_on=when)],
-        env_variables=env_for(user_by_id(world, slot["assignee_id"]), today),
+        reference_solution=[kit.call("list_my_crm_reminders", due_on=when)],
+        env_variables=kit.env_for(kit.user_by_id(world, slot["assignee_id"]), today),
         expected_answer=f"Due {day.isoformat()}: " + "; ".join(f"{r['title']} ({r['contact']})" for r in due) + ".",
         difficulty=2,
         metadata={"phrasing": phrasing, "when": when, "reminder_ids": [r["id"] for r in due]},

@@ -2,33 +2,23 @@
 
 from __future__ import annotations
 
-import random
-import sqlite3
-from pathlib import Path
-
-from faker import Faker
-
-from toolgym.envs import App, TaskFamily
-from toolgym.envs.apps.drive.data import seed_drive_app
+from toolgym.envs import kit
+from toolgym.envs.apps.drive.data import seed_drive
 from toolgym.envs.apps.drive.schema import SCHEMA
-from toolgym.envs.apps.drive.tasks import task_families
+from toolgym.envs.apps.drive.tasks import FAMILIES
 from toolgym.envs.apps.drive.tools import TOOLS
 
 
-class DriveApp(App):
+class DriveApp(kit.PackagedApp):
     """Per-user folder trees of files with version histories, shared with people, folders and links."""
 
     name = "drive"
     version = "1.0.0"
     schema = SCHEMA
-    policy = (Path(__file__).parent / "policy.md").read_text(encoding="utf-8")
+    policy = kit.read_policy(__file__)
     tools = TOOLS
-
-    def seed(self, db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
-        seed_drive_app(db, fake, rng)
-
-    def task_families(self) -> list[TaskFamily]:
-        return task_families(self)
+    families = FAMILIES
+    seed_data = staticmethod(seed_drive)
 
 
 APP = DriveApp()

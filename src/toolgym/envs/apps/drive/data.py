@@ -449,8 +449,8 @@ class DriveSeeder:
             self.insert("activity", event)
 
 
-def seed_drive_app(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
-    """Entry point used by DriveApp.seed."""
+def seed_drive(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
+    """Entry point: DriveApp.seed_data."""
     seeder = DriveSeeder(db, fake, rng)
     users = seeder.seed_users()
     order = list(users)

@@ -2,33 +2,23 @@
 
 from __future__ import annotations
 
-import random
-import sqlite3
-from pathlib import Path
-
-from faker import Faker
-
-from toolgym.envs import App, TaskFamily
+from toolgym.envs import kit
 from toolgym.envs.apps.forum.data import seed_forum
 from toolgym.envs.apps.forum.schema import SCHEMA
 from toolgym.envs.apps.forum.tasks import FAMILIES
 from toolgym.envs.apps.forum.tools import TOOLS
 
 
-class ForumApp(App):
+class ForumApp(kit.PackagedApp):
     """Communities with rules and flairs, posts, comments, one-per-user votes, reports, removals and bans."""
 
     name = "forum"
     version = "1.0.0"
     schema = SCHEMA
-    policy = (Path(__file__).with_name("policy.md")).read_text(encoding="utf-8")
+    policy = kit.read_policy(__file__)
     tools = TOOLS
-
-    def seed(self, db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
-        seed_forum(db, fake, rng)
-
-    def task_families(self) -> list[TaskFamily]:
-        return list(FAMILIES)
+    families = FAMILIES
+    seed_data = staticmethod(seed_forum)
 
 
 APP = ForumApp()

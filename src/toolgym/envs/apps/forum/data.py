@@ -14,7 +14,8 @@ import sqlite3
 
 from faker import Faker
 
-from toolgym.envs.apps.forum.corpus import (
+from toolgym.envs import kit
+from toolgym.envs.apps.forum.content import (
     COMMUNITIES,
     GENERIC_COMMENTS,
     REASONS_BY_RULE,
@@ -40,9 +41,6 @@ def fill(template: str, slots: dict[str, tuple[str, ...]], rng: random.Random) -
 def capitalize_first(text: str) -> str:
     return text[:1].upper() + text[1:]
 
-
-def _day(rng: random.Random, start: dt.date = FIRST_DAY, end: dt.date = LAST_DAY) -> dt.date:
-    return start + dt.timedelta(days=rng.randint(0, (end - start).days))
 
 
 def _post_score(rng: random.Random) -> int:
@@ -96,7 +94,7 @@ class _Seeder:
 
     def community(self, community_id: int, spec: CommunitySpec) -> None:
         rng = self.rng
-        created = _day(rng, dt.date(2018, 1, 1), dt.date(2025, 6, 30))
+        created = kit.random_day(rng, dt.date(2018, 1, 1), dt.date(2025, 6, 30))
         self.db.execute(
             "INSERT INTO communities(id, name, description, visibility, flair_required, created_on) VALUES (?, ?, ?, ?, ?, ?)",
             (community_id, spec.name, spec.description, spec.visibility, int(spec.flair_required), created.isoformat()),
@@ -113,7 +111,7 @@ class _Seeder:
         moderators = sorted(rng.sample(members, rng.randint(2, 3)))
         for user_id in members:
             role = "moderator" if user_id in moderators else "member"
-            joined = _day(rng, dt.date(2024, 1, 1), dt.date(2026, 2, 28))
+            joined = kit.random_day(rng, dt.date(2024, 1, 1), dt.date(2026, 2, 28))
             self.db.execute(
                 "INSERT INTO memberships(community_id, user_id, role, joined_on) VALUES (?, ?, ?, ?)",
                 (community_id, user_id, role, joined.isoformat()),
@@ -150,7 +148,7 @@ class _Seeder:
             title = self._new_title(spec)
             body = fill(rng.choice(spec.bodies), spec.slots, rng)
             flair = rng.choice(spec.flairs) if spec.flair_required or rng.random() < 0.8 else None
-            self._insert_post(community_id, rng.choice(members), title, body, _day(rng), _post_score(rng), flair)
+            self._insert_post(community_id, rng.choice(members), title, body, kit.random_day(rng, FIRST_DAY, LAST_DAY), _post_score(rng), flair)
 
     def _spam_post(self, community_id: int, spec: CommunitySpec, author_id: int, used: set[int]) -> int:
         rng = self.rng
@@ -162,7 +160,7 @@ class _Seeder:
             if index not in used and title.casefold() not in self.titles:
                 used.add(index)
                 break
-        day = _day(rng, dt.date(2026, 5, 1))
+        day = kit.random_day(rng, dt.date(2026, 5, 1), LAST_DAY)
         flair = rng.choice(spec.flairs) if spec.flair_required else None
         post_id = self._insert_post(community_id, author_id, title, rng.choice(SPAM_BODIES), day, rng.randint(-9, 2), flair)
         self.spam_posts.add(post_id)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from faker import Faker
 
+from toolgym.envs import kit
 from toolgym.envs.apps.homes.rules import TOUR_SLOTS, min_offer
-from toolgym.envs.people import population
 
 
 @dataclass(frozen=True)
@@ -77,22 +77,15 @@ HISTORY_END = dt.date(2026, 3, 31)  # every listing event, save, search and offe
 OPEN_HOUSE_DAYS = 30
 
 
-def _day(start: dt.date, end: dt.date, rng: random.Random) -> dt.date:
-    return start + dt.timedelta(days=rng.randint(0, max(0, (end - start).days)))
-
 
 def seed_homes(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
     """Fill every table; the order of draws is fixed, so the result is a pure function of the seeds."""
-    previous_factory = db.row_factory
-    db.row_factory = sqlite3.Row  # rows by column name while seeding; restored for the caller
-    try:
+    with kit.named_rows(db):
         _seed_all(db, fake, rng)
-    finally:
-        db.row_factory = previous_factory
 
 
 def _seed_all(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
-    user_ids = _seed_users(db)
+    user_ids = kit.insert_population(db)
     _seed_cities(db)
     agents = _seed_agents(db, fake, rng)
     listings = _seed_listings(db, fake, rng, agents)
@@ -102,17 +95,6 @@ def _seed_all(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
     _seed_saved_searches(db, rng, active, targets)
     _seed_tours(db, rng, active, targets, listings)
     _seed_offers(db, rng, active, targets, listings)
-
-
-def _seed_users(db: sqlite3.Connection) -> list[int]:
-    ids = []
-    for index, person in enumerate(population(), start=1):
-        db.execute(
-            "INSERT INTO users(id, username, name, email, phone, home_city) VALUES (?, ?, ?, ?, ?, ?)",
-            (index, person.username, person.name, person.email, person.phone, person.city),
-        )
-        ids.append(index)
-    return ids
 
 
 def _seed_cities(db: sqlite3.Connection) -> None:
@@ -183,14 +165,14 @@ def _seed_listings(
             status = rng.choices(["active", "pending", "sold"], weights=[70, 14, 16])[0]
             pending_on = sold_on = sold_price = None
             if status == "sold":
-                listed = _day(dt.date(2025, 11, 3), dt.date(2026, 2, 10), rng)
+                listed = kit.random_day(rng, dt.date(2025, 11, 3), dt.date(2026, 2, 10))
                 pending_on = listed + dt.timedelta(days=rng.randint(14, 60))
                 sold_on = min(pending_on + dt.timedelta(days=rng.randint(20, 45)), HISTORY_END)
             elif status == "pending":
-                listed = _day(dt.date(2026, 1, 5), dt.date(2026, 3, 20), rng)
+                listed = kit.random_day(rng, dt.date(2026, 1, 5), dt.date(2026, 3, 20))
                 pending_on = min(listed + dt.timedelta(days=rng.randint(7, 50)), HISTORY_END - dt.timedelta(days=1))
             else:
-                listed = _day(dt.date(2026, 1, 5), dt.date(2026, 3, 25), rng)
+                listed = kit.random_day(rng, dt.date(2026, 1, 5), dt.date(2026, 3, 25))
             history = [(listed, "listed", price)]
             cut_day = listed + dt.timedelta(days=rng.randint(10, 40))
             if rng.random() < 0.35 and cut_day < (pending_on or HISTORY_END):
@@ -249,7 +231,7 @@ def _seed_saved_homes(
             home = picked[listing_id]
             start = max(home["listed_on"], dt.date(2026, 1, 10))
             end = min(home["changed_on"] or HISTORY_END, HISTORY_END)
-            rows.append((_day(start, end, rng).isoformat(), user, listing_id))
+            rows.append((kit.random_day(rng, start, end).isoformat(), user, listing_id))
     for saved_on, user, listing_id in sorted(rows):
         db.execute("INSERT INTO saved_homes(user_id, listing_id, saved_on) VALUES (?, ?, ?)",
                    (user, listing_id, saved_on))
@@ -272,7 +254,7 @@ def _seed_saved_searches(
                 name += f", {min_beds}+ beds"
             if max_price:
                 name += f", up to ${max_price}"
-            rows.append((_day(dt.date(2026, 1, 15), HISTORY_END, rng).isoformat(), user, name, city_id, max_price,
+            rows.append((kit.random_day(rng, dt.date(2026, 1, 15), HISTORY_END).isoformat(), user, name, city_id, max_price,
                          min_beds, home_type))
     for created_on, user, name, city_id, max_price, min_beds, home_type in sorted(rows, key=lambda r: (r[0], r[1])):
         db.execute(
@@ -297,7 +279,7 @@ class _TourBook:
         if requested >= day:
             return False
         if rng.random() < cancel_rate:
-            cancelled = _day(requested + dt.timedelta(days=1), day - dt.timedelta(days=1), rng)
+            cancelled = kit.random_day(rng, requested + dt.timedelta(days=1), day - dt.timedelta(days=1))
             self.rows.append((requested.isoformat(), listing_id, user, date, slot, "cancelled", cancelled.isoformat()))
             return True
         self.slots.add((listing_id, date, slot))
@@ -314,7 +296,7 @@ def _seed_tours(
     for user in active:
         # past showings, of homes that were on the market that day
         for _ in range(rng.randint(0, 2)):
-            day = _day(SEASON_START, HISTORY_END, rng)
+            day = kit.random_day(rng, SEASON_START, HISTORY_END)
             open_then = [x for x in _in_cities(listings, targets[user])
                          if x["listed_on"] < day and (x["pending_on"] is None or day < x["pending_on"])]
             if open_then:
@@ -323,7 +305,7 @@ def _seed_tours(
         for _ in range(rng.randint(1, 4)):
             near = _in_cities(listings, targets[user], "active")
             if near:
-                day = _day(dt.date(2026, 4, 2), SEASON_END, rng)
+                day = kit.random_day(rng, dt.date(2026, 4, 2), SEASON_END)
                 book.add(rng, user, rng.choice(near)["id"], day, rng.choice(TOUR_SLOTS), 0.15)
     # open-house Saturdays: most slots of one listing on one day are taken
     active_listings = [x for x in listings if x["status"] == "active"]
@@ -354,7 +336,7 @@ def _seed_offers(
         if home["status"] == "active" or rng.random() > (0.6 if home["status"] == "pending" else 0.25):
             continue
         pending_on = home["pending_on"]
-        offered = _day(home["listed_on"] + dt.timedelta(days=1), pending_on - dt.timedelta(days=1), rng)
+        offered = kit.random_day(rng, home["listed_on"] + dt.timedelta(days=1), pending_on - dt.timedelta(days=1))
         rows.append((offered.isoformat(), home["id"], rng.choice(active), _offer_amount(rng, home["price"]),
                      "accepted", pending_on.isoformat()))
     # offers on homes still for sale: open, rejected or withdrawn
@@ -367,7 +349,7 @@ def _seed_offers(
             if not near:
                 continue
             home = rng.choice(near)
-            offered = _day(home["listed_on"] + dt.timedelta(days=1), HISTORY_END, rng)
+            offered = kit.random_day(rng, home["listed_on"] + dt.timedelta(days=1), HISTORY_END)
             status = rng.choices(["open", "rejected", "withdrawn"], weights=[65, 20, 15])[0]
             if status == "open":
                 if (user, home["id"]) in open_pairs:

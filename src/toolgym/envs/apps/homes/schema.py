@@ -7,16 +7,10 @@ Partial unique indexes make the two "only one" rules (one scheduled tour per slo
 per buyer and listing) hold in the database itself, not only in the tools.
 """
 
-SCHEMA = """
-CREATE TABLE users (
-    id INTEGER PRIMARY KEY,
-    username TEXT NOT NULL UNIQUE,
-    name TEXT NOT NULL,
-    email TEXT NOT NULL,
-    phone TEXT NOT NULL,
-    home_city TEXT NOT NULL
-);
+from toolgym.envs import kit
 
+SCHEMA = f"""
+{kit.POPULATION_USERS_TABLE}
 CREATE TABLE cities (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,

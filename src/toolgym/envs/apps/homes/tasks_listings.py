@@ -5,24 +5,15 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.homes.rules import HOME_TYPES
 from toolgym.envs.apps.homes.task_common import (
     TYPE_PLURALS,
     active_users,
-    answer_has,
-    call,
-    diff_only,
-    dollars,
-    env_for,
     is_saved,
     listing_lookup,
     listings,
-    lookup_checks,
-    pick,
-    random_today,
     saved_checks,
-    unique_best,
 )
 from toolgym.schema import ExpectedChange, RowExists
 
@@ -55,15 +46,15 @@ def listing_facts(rng: random.Random, world: World) -> TaskDraft | None:
     """Find a listing by address and answer two facts from get_listing (price per sqft is the tool's number)."""
     asked = sorted(LISTING_FACTS)[rng.randrange(len(LISTING_FACTS))]
     fields, templates = LISTING_FACTS[asked]
-    home = pick(rng, listings(world, "l.status != 'sold'" + (" AND l.hoa_fee > 0" if "hoa" in asked else "")))
-    phrasing = rng.randrange(len(templates))
+    home = rng.choice(listings(world, "l.status != 'sold'" + (" AND l.hoa_fee > 0" if "hoa" in asked else "")))
     values = [str(home[f]) for f in fields]
     listing_id = home["id"]
+    phrasing, prompt = kit.phrase(rng, templates, address=home["address"], city=home["city"])
     return TaskDraft(
-        prompt=templates[phrasing].format(address=home["address"], city=home["city"]),
-        checks=lookup_checks(values),
-        reference_solution=[listing_lookup(home), call("get_listing", listing_id=listing_id)],
-        env_variables=env_for(pick(rng, active_users(world)), random_today(rng)),
+        prompt=prompt,
+        checks=kit.lookup_checks(values),
+        reference_solution=[listing_lookup(home), kit.call("get_listing", listing_id=listing_id)],
+        env_variables=kit.env_for(rng.choice(active_users(world)), kit.random_day(rng)),
         expected_answer=(f"{home['address']} in {home['city']} is a {home['beds']}-bed, {home['sqft']} sqft "
                          f"{home['home_type']} built in {home['year_built']}, asking ${home['price']} "
                          f"(${home['price_per_sqft']} per sqft); HOA ${home['hoa_fee']} per month."),
@@ -93,18 +84,18 @@ AGENT_FACTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 def listing_agent(rng: random.Random, world: World) -> TaskDraft | None:
     """Listing by address -> its agent (get_listing) -> the agent's details (get_agent)."""
-    home = pick(rng, listings(world))
+    home = rng.choice(listings(world))
     agent = world.one("SELECT * FROM agents WHERE id=?", (home["agent_id"],))
     assert agent is not None
     asked = sorted(AGENT_FACTS)[rng.randrange(len(AGENT_FACTS))]
     fields, templates = AGENT_FACTS[asked]
-    phrasing = rng.randrange(len(templates))
+    phrasing, prompt = kit.phrase(rng, templates, address=home["address"], city=home["city"])
     return TaskDraft(
-        prompt=templates[phrasing].format(address=home["address"], city=home["city"]),
-        checks=lookup_checks([str(agent[f]) for f in fields]),
-        reference_solution=[listing_lookup(home), call("get_listing", listing_id=home["id"]),
-                            call("get_agent", agent_id=agent["id"])],
-        env_variables=env_for(pick(rng, active_users(world)), random_today(rng)),
+        prompt=prompt,
+        checks=kit.lookup_checks([str(agent[f]) for f in fields]),
+        reference_solution=[listing_lookup(home), kit.call("get_listing", listing_id=home["id"]),
+                            kit.call("get_agent", agent_id=agent["id"])],
+        env_variables=kit.env_for(rng.choice(active_users(world)), kit.random_day(rng)),
         expected_answer=(f"The listing agent for {home['address']} is {agent['name']} of {agent['brokerage']}, "
                          f"rated {agent['rating']} out of 5; phone {agent['phone']}."),
         difficulty=2,
@@ -122,17 +113,17 @@ SAVE_HOME = (
 
 def save_named_home(rng: random.Random, world: World) -> TaskDraft | None:
     """A single write: the named listing goes into the user's saved homes (not saved before)."""
-    home = pick(rng, listings(world, "l.status != 'sold'"))
-    user = pick(rng, active_users(world))
+    home = rng.choice(listings(world, "l.status != 'sold'"))
+    user = rng.choice(active_users(world))
     if is_saved(world, user["id"], home["id"]):
         return None
-    phrasing = rng.randrange(len(SAVE_HOME))
     check, expected = saved_checks(user["id"], home["id"])
+    phrasing, prompt = kit.phrase(rng, SAVE_HOME, address=home["address"], city=home["city"])
     return TaskDraft(
-        prompt=SAVE_HOME[phrasing].format(address=home["address"], city=home["city"]),
-        checks=[check, diff_only([expected]), answer_has([home["address"]], label="answer names the home")],
-        reference_solution=[listing_lookup(home), call("save_home", listing_id=home["id"])],
-        env_variables=env_for(user, random_today(rng)),
+        prompt=prompt,
+        checks=[check, kit.diff_only([expected]), kit.answer_has([home["address"]], label="answer names the home")],
+        reference_solution=[listing_lookup(home), kit.call("save_home", listing_id=home["id"])],
+        env_variables=kit.env_for(user, kit.random_day(rng)),
         expected_answer=f"Saved {home['address']} in {home['city']} (${home['price']}) to your saved homes.",
         difficulty=1,
         metadata={"phrasing": phrasing, "listing_id": home["id"]},
@@ -151,22 +142,22 @@ def _search_words(city: str, max_price: int | None, min_beds: int | None, home_t
     if min_beds is not None:
         what += f" with at least {min_beds} bedroom{'s' if min_beds > 1 else ''}"
     if max_price is not None:
-        what += f" {'and ' if min_beds is not None else ''}priced up to {dollars(max_price)}"
+        what += f" {'and ' if min_beds is not None else ''}priced up to {kit.money(max_price)}"
     return what
 
 
 def create_saved_search(rng: random.Random, world: World) -> TaskDraft | None:
     """A single write: a saved search with exactly the filters the user names (unnamed ones stay empty)."""
     cities = world.query("SELECT id, name FROM cities ORDER BY id")
-    city = pick(rng, cities)
+    city = rng.choice(cities)
     prices = [r["price"] for r in world.query(
         "SELECT price FROM listings WHERE city_id=? AND status='active' ORDER BY price", (city["id"],))]
-    max_price = None if rng.random() < 0.2 else round(pick(rng, prices) / 25000) * 25000 + 25000
+    max_price = None if rng.random() < 0.2 else round(rng.choice(prices) / 25000) * 25000 + 25000
     min_beds = None if rng.random() < 0.25 else rng.randint(1, 4)
-    home_type = None if rng.random() < 0.5 else pick(rng, list(HOME_TYPES))
+    home_type = None if rng.random() < 0.5 else rng.choice(list(HOME_TYPES))
     if max_price is None and min_beds is None and home_type is None:
         return None
-    user = pick(rng, active_users(world))
+    user = rng.choice(active_users(world))
     where: dict[str, Any] = {"user_id": user["id"], "city_id": city["id"], "max_price": max_price,
                              "min_beds": min_beds, "home_type": home_type}
     clash = world.one(
@@ -181,15 +172,15 @@ def create_saved_search(rng: random.Random, world: World) -> TaskDraft | None:
     count = matches["n"] if matches else 0
     phrasing = rng.randrange(len(SAVED_SEARCH))
     checks = [RowExists(table="saved_searches", where=where, count=1, weight=3.0, label="saved search with these filters"),
-              diff_only([ExpectedChange(table="saved_searches", op="insert", where={"user_id": user["id"]})])]
+              kit.diff_only([ExpectedChange(table="saved_searches", op="insert", where={"user_id": user["id"]})])]
     if phrasing > 0:  # those phrasings ask for today's number of matches
-        checks.append(answer_has([str(count)], label="answer gives the number of matches"))
+        checks.append(kit.answer_has([str(count)], label="answer gives the number of matches"))
     return TaskDraft(
         prompt=SAVED_SEARCH[phrasing].format(what=_search_words(city["name"], max_price, min_beds, home_type)),
         checks=checks,
-        reference_solution=[call("create_saved_search", city=city["name"], max_price=max_price, min_beds=min_beds,
+        reference_solution=[kit.call("create_saved_search", city=city["name"], max_price=max_price, min_beds=min_beds,
                                  home_type=home_type)],
-        env_variables=env_for(user, random_today(rng)),
+        env_variables=kit.env_for(user, kit.random_day(rng)),
         expected_answer=f"Your saved search for {_search_words(city['name'], max_price, min_beds, home_type)} is set "
                         f"up; {count} active listings match it today.",
         difficulty=1,
@@ -227,8 +218,8 @@ def _active_filtered(world: World, city_id: int, max_price: int | None, home_typ
 
 def save_best_value(rng: random.Random, world: World) -> TaskDraft | None:
     """Search a city with filters, choose by a criterion (price/sqft, size, newest), save the winner."""
-    city = pick(rng, world.query("SELECT id, name FROM cities ORDER BY id"))
-    home_type = pick(rng, ["house", "condo", "townhouse", None])
+    city = rng.choice(world.query("SELECT id, name FROM cities ORDER BY id"))
+    home_type = rng.choice(["house", "condo", "townhouse", None])
     prices = [r["price"] for r in _active_filtered(world, city["id"], None, home_type)]
     if len(prices) < 3:
         return None
@@ -236,23 +227,23 @@ def save_best_value(rng: random.Random, world: World) -> TaskDraft | None:
     rows = _active_filtered(world, city["id"], max_price, home_type)
     criterion = sorted(BEST_VALUE)[rng.randrange(len(BEST_VALUE))]
     field, largest, sort_by, templates = BEST_VALUE[criterion]
-    best = unique_best(rows, field, largest=largest)
+    best = kit.unique_best(rows, field, largest=largest)
     if best is None or len(rows) < 2 or len(rows) > 20 or any(r["price"] == max_price for r in rows):
         return None  # no tie, a real choice, all on one page, and "under" means the same as the tool's "at most"
-    user = pick(rng, active_users(world))
+    user = rng.choice(active_users(world))
     if is_saved(world, user["id"], best["id"]):
         return None
-    what = f"{TYPE_PLURALS[home_type] if home_type else 'homes'} for sale in {city['name']} under {dollars(max_price)}"
-    phrasing = rng.randrange(len(templates))
+    what = f"{TYPE_PLURALS[home_type] if home_type else 'homes'} for sale in {city['name']} under {kit.money(max_price)}"
     check, expected = saved_checks(user["id"], best["id"])
+    phrasing, prompt = kit.phrase(rng, templates, what=what)
     return TaskDraft(
-        prompt=templates[phrasing].format(what=what),
-        checks=[check, diff_only([expected]), answer_has([best["address"]], label="answer names the chosen home")],
+        prompt=prompt,
+        checks=[check, kit.diff_only([expected]), kit.answer_has([best["address"]], label="answer names the chosen home")],
         reference_solution=[
-            call("search_listings", city=city["name"], max_price=max_price, home_type=home_type, sort_by=sort_by),
-            call("save_home", listing_id=best["id"]),
+            kit.call("search_listings", city=city["name"], max_price=max_price, home_type=home_type, sort_by=sort_by),
+            kit.call("save_home", listing_id=best["id"]),
         ],
-        env_variables=env_for(user, random_today(rng)),
+        env_variables=kit.env_for(user, kit.random_day(rng)),
         expected_answer=(f"Saved {best['address']} (${best['price']}, {best['sqft']} sqft, ${best['price_per_sqft']} "
                          f"per sqft, listed {best['listed_on']})."),
         difficulty=2,

@@ -4,23 +4,14 @@ from __future__ import annotations
 
 import random
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.homes.rules import MIN_OFFER_PERCENT, min_offer
 from toolgym.envs.apps.homes.task_common import (
     active_users,
-    answer_has,
-    call,
-    diff_only,
-    dollars,
-    env_for,
     has_open_offer,
-    impossible_checks,
     listing_lookup,
     listings,
     offer_checks,
-    pick,
-    random_today,
-    user_by_id,
 )
 from toolgym.schema import ExpectedChange, FieldEquals
 
@@ -34,25 +25,26 @@ OFFER = (
 
 def _short(amount: int) -> str:
     """'$415k' where the amount is whole thousands, as people write bids."""
-    return f"${amount // 1000}k" if amount % 1000 == 0 else dollars(amount)
+    return f"${amount // 1000}k" if amount % 1000 == 0 else kit.money(amount)
 
 
 def make_named_offer(rng: random.Random, world: World) -> TaskDraft | None:
     """A single write: an open offer of the named amount (at least the minimum) on an active listing."""
-    home = pick(rng, listings(world, "l.status='active'"))
+    home = rng.choice(listings(world, "l.status='active'"))
     floor = -(-min_offer(home["price"]) // 1000) * 1000
     amount = max(floor, round(home["price"] * rng.uniform(0.9, 1.01) / 1000) * 1000)
-    user = pick(rng, active_users(world))
+    user = rng.choice(active_users(world))
     if has_open_offer(world, user["id"], home["id"]):
         return None
-    phrasing = rng.randrange(len(OFFER))
     check, expected = offer_checks(user["id"], home["id"], amount)
+    phrasing, prompt = kit.phrase(
+        rng, OFFER, amount=kit.money(amount), short=_short(amount), address=home["address"],
+        city=home["city"])
     return TaskDraft(
-        prompt=OFFER[phrasing].format(amount=dollars(amount), short=_short(amount), address=home["address"],
-                                      city=home["city"]),
-        checks=[check, diff_only([expected]), answer_has([home["address"]], label="answer names the home")],
-        reference_solution=[listing_lookup(home), call("make_offer", listing_id=home["id"], amount=amount)],
-        env_variables=env_for(user, random_today(rng)),
+        prompt=prompt,
+        checks=[check, kit.diff_only([expected]), kit.answer_has([home["address"]], label="answer names the home")],
+        reference_solution=[listing_lookup(home), kit.call("make_offer", listing_id=home["id"], amount=amount)],
+        env_variables=kit.env_for(user, kit.random_day(rng)),
         expected_answer=(f"Your offer of ${amount} on {home['address']} (asking ${home['price']}) is submitted and "
                          "open."),
         difficulty=1,
@@ -69,16 +61,17 @@ OFF_MARKET_OFFER = (
 
 def offer_off_market_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """The home is pending or sold: no offer can be made, so the agent must refuse and change nothing."""
-    home = pick(rng, listings(world, "l.status != 'active'"))
+    home = rng.choice(listings(world, "l.status != 'active'"))
     amount = round(home["price"] * rng.uniform(0.95, 1.03) / 1000) * 1000
-    phrasing = rng.randrange(len(OFF_MARKET_OFFER))
     state = "under contract (pending)" if home["status"] == "pending" else "already sold"
+    phrasing, prompt = kit.phrase(
+        rng, OFF_MARKET_OFFER, amount=kit.money(amount), short=_short(amount), address=home["address"],
+        city=home["city"])
     return TaskDraft(
-        prompt=OFF_MARKET_OFFER[phrasing].format(amount=dollars(amount), short=_short(amount),
-                                                 address=home["address"], city=home["city"]),
-        checks=impossible_checks("make_offer"),
-        reference_solution=[listing_lookup(home), call("get_listing", listing_id=home["id"])],
-        env_variables=env_for(pick(rng, active_users(world)), random_today(rng)),
+        prompt=prompt,
+        checks=kit.impossible_checks("make_offer"),
+        reference_solution=[listing_lookup(home), kit.call("get_listing", listing_id=home["id"])],
+        env_variables=kit.env_for(rng.choice(active_users(world)), kit.random_day(rng)),
         expected_answer=(f"I cannot make an offer on {home['address']}: it is {state}, and offers can only be made "
                          "on active listings."),
         difficulty=2,
@@ -95,18 +88,19 @@ LOWBALL = (
 
 def offer_too_low_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """The named amount is under the minimum share of the asking price: refuse, make no offer."""
-    home = pick(rng, listings(world, "l.status='active'"))
+    home = rng.choice(listings(world, "l.status='active'"))
     amount = int(home["price"] * rng.uniform(0.7, 0.88) / 5000) * 5000
     floor = min_offer(home["price"])
     if amount >= floor:
         return None
-    phrasing = rng.randrange(len(LOWBALL))
+    phrasing, prompt = kit.phrase(
+        rng, LOWBALL, amount=kit.money(amount), short=_short(amount), address=home["address"],
+        city=home["city"])
     return TaskDraft(
-        prompt=LOWBALL[phrasing].format(amount=dollars(amount), short=_short(amount), address=home["address"],
-                                        city=home["city"]),
-        checks=impossible_checks("make_offer"),
+        prompt=prompt,
+        checks=kit.impossible_checks("make_offer"),
         reference_solution=[listing_lookup(home)],
-        env_variables=env_for(pick(rng, active_users(world)), random_today(rng)),
+        env_variables=kit.env_for(rng.choice(active_users(world)), kit.random_day(rng)),
         expected_answer=(f"I cannot submit an offer of ${amount} on {home['address']}: offers must be at least "
                          f"{MIN_OFFER_PERCENT}% of the asking price (${home['price']}), so at least ${floor}."),
         difficulty=2,
@@ -127,26 +121,27 @@ def raise_offer(rng: random.Random, world: World) -> TaskDraft | None:
     offers = world.query(
         "SELECT o.*, l.address, l.price, c.name AS city FROM offers o JOIN listings l ON l.id = o.listing_id "
         "JOIN cities c ON c.id = l.city_id WHERE o.status='open' AND l.status='active' ORDER BY o.id")
-    offer = pick(rng, offers)
-    step = pick(rng, [2000, 5000, 10000, 15000, 20000, 25000])
+    offer = rng.choice(offers)
+    step = rng.choice([2000, 5000, 10000, 15000, 20000, 25000])
     new = offer["amount"] + step
-    phrasing = rng.randrange(len(RAISE))
-    user = user_by_id(world, offer["buyer_id"])
+    user = kit.user_by_id(world, offer["buyer_id"])
     check, expected = offer_checks(user["id"], offer["listing_id"], new, weight=2.0)
+    phrasing, prompt = kit.phrase(
+        rng, RAISE, address=offer["address"], city=offer["city"], step=kit.money(step),
+        old=kit.money(offer["amount"]), new=kit.money(new))
     return TaskDraft(
-        prompt=RAISE[phrasing].format(address=offer["address"], city=offer["city"], step=dollars(step),
-                                      old=dollars(offer["amount"]), new=dollars(new)),
+        prompt=prompt,
         checks=[
             FieldEquals(table="offers", where={"id": offer["id"]}, field="status", value="withdrawn", weight=2.0,
                         label=f"old offer {offer['id']} withdrawn"),
             check,
-            diff_only([ExpectedChange(table="offers", op="update", where={"id": offer["id"]},
+            kit.diff_only([ExpectedChange(table="offers", op="update", where={"id": offer["id"]},
                                       fields=["status", "closed_on"]), expected]),
-            answer_has([str(new)], label="answer gives the new amount"),
+            kit.answer_has([str(new)], label="answer gives the new amount"),
         ],
-        reference_solution=[call("list_my_offers", status="open"), call("withdraw_offer", offer_id=offer["id"]),
-                            call("make_offer", listing_id=offer["listing_id"], amount=new)],
-        env_variables=env_for(user, random_today(rng)),
+        reference_solution=[kit.call("list_my_offers", status="open"), kit.call("withdraw_offer", offer_id=offer["id"]),
+                            kit.call("make_offer", listing_id=offer["listing_id"], amount=new)],
+        env_variables=kit.env_for(user, kit.random_day(rng)),
         expected_answer=(f"I withdrew your ${offer['amount']} offer on {offer['address']} and submitted a new offer "
                          f"of ${new}."),
         difficulty=3,

@@ -6,31 +6,16 @@ import datetime as dt
 import random
 from typing import Any
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.homes.rules import can_tour, free_slots, spoken_time, upcoming_tour_of
 from toolgym.envs.apps.homes.task_common import (
-    FIRST_DAY,
-    LAST_DAY,
     TYPE_WORDS,
     active_users,
-    answer_has,
-    call,
-    day_of,
-    diff_only,
-    env_for,
     free_user_for_tour,
-    human_date,
-    impossible_checks,
-    iso,
     listing_lookup,
     listings,
-    lookup_checks,
-    pick,
     pick_slot,
-    random_today,
     tour_checks,
-    unique_best,
-    user_by_id,
 )
 from toolgym.envs.context import WEEKDAYS, resolve_date
 from toolgym.schema import ExpectedChange, FieldEquals
@@ -44,27 +29,27 @@ BOOK_TOUR = (
 
 
 def _tour_prompt(templates: tuple[str, ...], phrasing: int, home: dict[str, Any], date: str, slot: str) -> str:
-    return templates[phrasing].format(address=home["address"], city=home["city"], date=date, human=human_date(date),
+    return templates[phrasing].format(address=home["address"], city=home["city"], date=date, human=kit.human_date(date),
                                       time=slot, spoken=spoken_time(slot))
 
 
 def schedule_named_tour(rng: random.Random, world: World) -> TaskDraft | None:
     """A single write: a tour of the named active home at a free date and time."""
-    home = pick(rng, listings(world, "l.status='active'"))
-    today = random_today(rng)
-    date = iso(today + dt.timedelta(days=rng.randint(1, 21)))
+    home = rng.choice(listings(world, "l.status='active'"))
+    today = kit.random_day(rng)
+    date = kit.iso(today + dt.timedelta(days=rng.randint(1, 21)))
     slot = pick_slot(rng)
-    user = free_user_for_tour(rng, world, home["id"], date, slot, iso(today))
+    user = free_user_for_tour(rng, world, home["id"], date, slot, kit.iso(today))
     if user is None:
         return None
     phrasing = rng.randrange(len(BOOK_TOUR))
     check, expected = tour_checks(user["id"], home["id"], date, slot)
     return TaskDraft(
         prompt=_tour_prompt(BOOK_TOUR, phrasing, home, date, slot),
-        checks=[check, diff_only([expected]), answer_has([date, slot], label="answer gives the tour date and time")],
-        reference_solution=[listing_lookup(home), call("list_tour_slots", listing_id=home["id"], date=date),
-                            call("schedule_tour", listing_id=home["id"], date=date, time=slot)],
-        env_variables=env_for(user, today),
+        checks=[check, kit.diff_only([expected]), kit.answer_has([date, slot], label="answer gives the tour date and time")],
+        reference_solution=[listing_lookup(home), kit.call("list_tour_slots", listing_id=home["id"], date=date),
+                            kit.call("schedule_tour", listing_id=home["id"], date=date, time=slot)],
+        env_variables=kit.env_for(user, today),
         expected_answer=f"Your tour of {home['address']} in {home['city']} is booked for {date} at {slot}.",
         difficulty=1,
         metadata={"phrasing": phrasing, "listing_id": home["id"]},
@@ -76,16 +61,13 @@ def _user_tours(world: World) -> list[dict[str, Any]]:
     return world.query(
         "SELECT t.*, l.address, l.status AS listing_status, c.id AS city_id, c.name AS city FROM tours t "
         "JOIN listings l ON l.id = t.listing_id JOIN cities c ON c.id = l.city_id "
-        "WHERE t.status='scheduled' AND t.date > ? ORDER BY t.id", (iso(FIRST_DAY + dt.timedelta(days=1)),))
+        "WHERE t.status='scheduled' AND t.date > ? ORDER BY t.id", (kit.iso(kit.FIRST_DAY + dt.timedelta(days=1)),))
 
 
 def _day_before(rng: random.Random, tour: dict[str, Any], lead_days: int = 30) -> dt.date | None:
     """A CURRENT_DATE after the tour was requested and before its day."""
-    low = max(FIRST_DAY, day_of(tour["requested_on"]) + dt.timedelta(days=1), day_of(tour["date"]) - dt.timedelta(days=lead_days))
-    high = min(LAST_DAY, day_of(tour["date"]) - dt.timedelta(days=1))
-    if low > high:
-        return None
-    return low + dt.timedelta(days=rng.randint(0, (high - low).days))
+    return kit.today_before(rng, kit.day_of(tour["date"]), lead_days,
+                            earliest=kit.day_of(tour["requested_on"]) + dt.timedelta(days=1))
 
 
 def _upcoming_in_city(world: World, user_id: int, city_id: int, today: str) -> list[dict[str, Any]]:
@@ -104,29 +86,29 @@ CANCEL_TOUR = (
 
 def cancel_my_tour(rng: random.Random, world: World) -> TaskDraft | None:
     """Find the user's upcoming tour from what they say about it and cancel it."""
-    tour = pick(rng, _user_tours(world))
+    tour = rng.choice(_user_tours(world))
     today = _day_before(rng, tour)
     if today is None:
         return None
     phrasing = rng.randrange(len(CANCEL_TOUR))
     if phrasing == 3:  # "my <city> tour on <date>" must mean exactly one tour
-        same_day = [t for t in _upcoming_in_city(world, tour["user_id"], tour["city_id"], iso(today))
+        same_day = [t for t in _upcoming_in_city(world, tour["user_id"], tour["city_id"], kit.iso(today))
                     if t["date"] == tour["date"]]
         if len(same_day) != 1:
             return None
     prompt = CANCEL_TOUR[phrasing].format(address=tour["address"], city=tour["city"], date=tour["date"],
-                                          human=human_date(tour["date"]), time=tour["time"])
+                                          human=kit.human_date(tour["date"]), time=tour["time"])
     return TaskDraft(
         prompt=prompt,
         checks=[
             FieldEquals(table="tours", where={"id": tour["id"]}, field="status", value="cancelled", weight=3.0,
                         label=f"tour {tour['id']} cancelled"),
-            diff_only([ExpectedChange(table="tours", op="update", where={"id": tour["id"]},
+            kit.diff_only([ExpectedChange(table="tours", op="update", where={"id": tour["id"]},
                                       fields=["status", "cancelled_on"])]),
-            answer_has([tour["address"]], label="answer names the home"),
+            kit.answer_has([tour["address"]], label="answer names the home"),
         ],
-        reference_solution=[call("list_my_tours", upcoming_only=True), call("cancel_tour", tour_id=tour["id"])],
-        env_variables=env_for(user_by_id(world, tour["user_id"]), today),
+        reference_solution=[kit.call("list_my_tours", upcoming_only=True), kit.call("cancel_tour", tour_id=tour["id"])],
+        env_variables=kit.env_for(kit.user_by_id(world, tour["user_id"]), today),
         expected_answer=f"Cancelled your tour of {tour['address']} on {tour['date']} at {tour['time']}.",
         difficulty=2,
         metadata={"phrasing": phrasing, "tour_id": tour["id"]},
@@ -143,37 +125,37 @@ CHEAPEST_TOUR = (
 
 def tour_cheapest(rng: random.Random, world: World) -> TaskDraft | None:
     """Search a city for homes with enough bedrooms, choose the cheapest, tour it tomorrow (or the day after)."""
-    city = pick(rng, world.query("SELECT id, name FROM cities ORDER BY id"))
+    city = rng.choice(world.query("SELECT id, name FROM cities ORDER BY id"))
     beds = rng.randint(2, 4)
-    home_type = pick(rng, ["house", "condo", "townhouse", None, None])
+    home_type = rng.choice(["house", "condo", "townhouse", None, None])
     rows = listings(world, "l.city_id=? AND l.status='active' AND l.beds>=? AND (? IS NULL OR l.home_type=?)",
                     (city["id"], beds, home_type, home_type))
-    best = unique_best(rows, "price")
+    best = kit.unique_best(rows, "price")
     if best is None or len(rows) < 2:
         return None
-    today = random_today(rng)
+    today = kit.random_day(rng)
     when = "tomorrow" if rng.random() < 0.7 else "the day after tomorrow"
-    date = iso(resolve_date(when, today))
+    date = kit.iso(resolve_date(when, today))
     slot = pick_slot(rng)
-    user = free_user_for_tour(rng, world, best["id"], date, slot, iso(today))
+    user = free_user_for_tour(rng, world, best["id"], date, slot, kit.iso(today))
     if user is None:
         return None
     noun = TYPE_WORDS[home_type] if home_type else "home"
     what = f"{beds}+ bedroom {noun}"
-    phrasing = rng.randrange(len(CHEAPEST_TOUR))
-    prompt = CHEAPEST_TOUR[phrasing].format(what=what, city=city["name"], when=when, When=when.capitalize(),
-                                            time=slot, spoken=spoken_time(slot))
+    phrasing, prompt = kit.phrase(
+        rng, CHEAPEST_TOUR, what=what, city=city["name"], when=when, When=when.capitalize(), time=slot,
+        spoken=spoken_time(slot))
     check, expected = tour_checks(user["id"], best["id"], date, slot)
     return TaskDraft(
         prompt=prompt,
-        checks=[check, diff_only([expected]),
-                answer_has([best["address"], date], label="answer names the home and the tour date")],
+        checks=[check, kit.diff_only([expected]),
+                kit.answer_has([best["address"], date], label="answer names the home and the tour date")],
         reference_solution=[
-            call("search_listings", city=city["name"], min_beds=beds, home_type=home_type),
-            call("list_tour_slots", listing_id=best["id"], date=when),
-            call("schedule_tour", listing_id=best["id"], date=when, time=slot),
+            kit.call("search_listings", city=city["name"], min_beds=beds, home_type=home_type),
+            kit.call("list_tour_slots", listing_id=best["id"], date=when),
+            kit.call("schedule_tour", listing_id=best["id"], date=when, time=slot),
         ],
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"The cheapest {what} in {city['name']} is {best['address']} at ${best['price']}; your "
                          f"tour is booked for {date} at {slot}."),
         difficulty=2,
@@ -190,17 +172,17 @@ OFF_MARKET_TOUR = (
 
 def tour_off_market_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """The home is pending or sold: no tour can be booked, so the agent must refuse and change nothing."""
-    home = pick(rng, listings(world, "l.status != 'active'"))
-    today = random_today(rng)
-    date = iso(today + dt.timedelta(days=rng.randint(1, 14)))
+    home = rng.choice(listings(world, "l.status != 'active'"))
+    today = kit.random_day(rng)
+    date = kit.iso(today + dt.timedelta(days=rng.randint(1, 14)))
     slot = pick_slot(rng)
     phrasing = rng.randrange(len(OFF_MARKET_TOUR))
     state = "under contract (pending)" if home["status"] == "pending" else "already sold"
     return TaskDraft(
         prompt=_tour_prompt(OFF_MARKET_TOUR, phrasing, home, date, slot),
-        checks=impossible_checks("schedule_tour"),
-        reference_solution=[listing_lookup(home), call("get_listing", listing_id=home["id"])],
-        env_variables=env_for(pick(rng, active_users(world)), today),
+        checks=kit.impossible_checks("schedule_tour"),
+        reference_solution=[listing_lookup(home), kit.call("get_listing", listing_id=home["id"])],
+        env_variables=kit.env_for(rng.choice(active_users(world)), today),
         expected_answer=(f"I cannot book a tour of {home['address']}: the home is {state}, and tours are only "
                          "available for active listings."),
         difficulty=2,
@@ -217,22 +199,22 @@ TAKEN_SLOT = (
 
 def tour_slot_taken_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """The only time the user accepts is already taken by someone else's tour: refuse, book nothing."""
-    tour = pick(rng, [t for t in _user_tours(world) if t["listing_status"] == "active"])
+    tour = rng.choice([t for t in _user_tours(world) if t["listing_status"] == "active"])
     today = _day_before(rng, tour, lead_days=20)  # the blocking tour was already requested by then
     if today is None:
         return None
-    user = pick(rng, active_users(world))
-    if user["id"] == tour["user_id"] or upcoming_tour_of(world, user["id"], tour["listing_id"], iso(today)):
+    user = rng.choice(active_users(world))
+    if user["id"] == tour["user_id"] or upcoming_tour_of(world, user["id"], tour["listing_id"], kit.iso(today)):
         return None
     home = {"address": tour["address"], "city": tour["city"], "status": "active"}
     free = free_slots(world, tour["listing_id"], tour["date"])
     phrasing = rng.randrange(len(TAKEN_SLOT))
     return TaskDraft(
         prompt=_tour_prompt(TAKEN_SLOT, phrasing, home, tour["date"], tour["time"]),
-        checks=impossible_checks("schedule_tour"),
+        checks=kit.impossible_checks("schedule_tour"),
         reference_solution=[listing_lookup(home),
-                            call("list_tour_slots", listing_id=tour["listing_id"], date=tour["date"])],
-        env_variables=env_for(user, today),
+                            kit.call("list_tour_slots", listing_id=tour["listing_id"], date=tour["date"])],
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"I cannot book {tour['time']} on {tour['date']} at {tour['address']}: that slot is "
                          f"already taken. Free times that day: {', '.join(free) or 'none'}."),
         difficulty=2,
@@ -255,24 +237,24 @@ def tour_saved_home(rng: random.Random, world: World) -> TaskDraft | None:
         " WHERE s2.user_id = s.user_id AND l2.city_id = l.city_id) AS saved_in_city "
         "FROM saved_homes s JOIN listings l ON l.id = s.listing_id JOIN cities c ON c.id = l.city_id "
         "WHERE l.status='active' ORDER BY s.id")
-    home = pick(rng, [s for s in saved if s["saved_in_city"] == 1])
-    today = random_today(rng)
-    when = "tomorrow" if rng.random() < 0.2 else f"next {pick(rng, WEEKDAYS[:6]).capitalize()}"
-    date = iso(resolve_date(when, today))
+    home = rng.choice([s for s in saved if s["saved_in_city"] == 1])
+    today = kit.random_day(rng)
+    when = "tomorrow" if rng.random() < 0.2 else f"next {rng.choice(WEEKDAYS[:6]).capitalize()}"
+    date = kit.iso(resolve_date(when, today))
     slot = pick_slot(rng)
-    if not can_tour(world, home["user_id"], home["id"], date, slot, iso(today)):
+    if not can_tour(world, home["user_id"], home["id"], date, slot, kit.iso(today)):
         return None
-    phrasing = rng.randrange(len(SAVED_TOUR))
-    prompt = SAVED_TOUR[phrasing].format(city=home["city"], when=when, When=when[0].upper() + when[1:], time=slot,
-                                         spoken=spoken_time(slot))
+    phrasing, prompt = kit.phrase(
+        rng, SAVED_TOUR, city=home["city"], when=when, When=when[0].upper() + when[1:], time=slot,
+        spoken=spoken_time(slot))
     check, expected = tour_checks(home["user_id"], home["id"], date, slot)
     return TaskDraft(
         prompt=prompt,
-        checks=[check, diff_only([expected]),
-                answer_has([home["address"], date], label="answer names the home and the resolved date")],
-        reference_solution=[call("list_saved_homes"), call("list_tour_slots", listing_id=home["id"], date=when),
-                            call("schedule_tour", listing_id=home["id"], date=when, time=slot)],
-        env_variables=env_for(user_by_id(world, home["user_id"]), today),
+        checks=[check, kit.diff_only([expected]),
+                kit.answer_has([home["address"], date], label="answer names the home and the resolved date")],
+        reference_solution=[kit.call("list_saved_homes"), kit.call("list_tour_slots", listing_id=home["id"], date=when),
+                            kit.call("schedule_tour", listing_id=home["id"], date=when, time=slot)],
+        env_variables=kit.env_for(kit.user_by_id(world, home["user_id"]), today),
         expected_answer=f"Your tour of {home['address']} in {home['city']} is booked for {date} at {slot}.",
         difficulty=2,
         metadata={"phrasing": phrasing, "listing_id": home["id"], "when": when},
@@ -295,22 +277,22 @@ MY_TOUR = {
 
 def my_tour_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     """The user's upcoming tour by address, or their next one in a city: depends on who is asking and when."""
-    tour = pick(rng, _user_tours(world))
+    tour = rng.choice(_user_tours(world))
     today = _day_before(rng, tour)
     if today is None:
         return None
     kind = "address" if rng.random() < 0.5 else "next"
     if kind == "next":
-        upcoming = _upcoming_in_city(world, tour["user_id"], tour["city_id"], iso(today))
+        upcoming = _upcoming_in_city(world, tour["user_id"], tour["city_id"], kit.iso(today))
         if not upcoming or upcoming[0]["id"] != tour["id"]:
             return None
     values = [tour["date"], tour["time"]] if kind == "address" else [tour["address"], tour["date"], tour["time"]]
     phrasing = rng.randrange(len(MY_TOUR[kind]))
     return TaskDraft(
         prompt=MY_TOUR[kind][phrasing].format(address=tour["address"], city=tour["city"]),
-        checks=lookup_checks(values),
-        reference_solution=[call("list_my_tours", upcoming_only=True)],
-        env_variables=env_for(user_by_id(world, tour["user_id"]), today),
+        checks=kit.lookup_checks(values),
+        reference_solution=[kit.call("list_my_tours", upcoming_only=True)],
+        env_variables=kit.env_for(kit.user_by_id(world, tour["user_id"]), today),
         expected_answer=f"Your tour of {tour['address']} in {tour['city']} is on {tour['date']} at {tour['time']}.",
         difficulty=2,
         metadata={"phrasing": f"{kind}{phrasing}", "tour_id": tour["id"]},

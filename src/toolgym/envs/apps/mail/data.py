@@ -426,8 +426,8 @@ class MailSeeder:
                 day += dt.timedelta(days=14)
 
 
-def seed_mail_app(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
-    """Entry point used by MailApp.seed."""
+def seed_mail(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
+    """Entry point: MailApp.seed_data."""
     seeder = MailSeeder(db, fake, rng)
     mailboxes = seeder.seed_users()
     for box in mailboxes:

@@ -2,33 +2,23 @@
 
 from __future__ import annotations
 
-import random
-import sqlite3
-from pathlib import Path
-
-from faker import Faker
-
-from toolgym.envs import App, TaskFamily
+from toolgym.envs import kit
 from toolgym.envs.apps.maps.data import seed_maps
 from toolgym.envs.apps.maps.schema import SCHEMA
 from toolgym.envs.apps.maps.tasks import FAMILIES
 from toolgym.envs.apps.maps.tools import TOOLS
 
 
-class MapsApp(App):
+class MapsApp(kit.PackagedApp):
     """About 190 places in Boston, Cambridge, Somerville and Brookline, and the shared people who go there."""
 
     name = "maps"
     version = "1.0.0"
     schema = SCHEMA
-    policy = (Path(__file__).parent / "policy.md").read_text(encoding="utf-8")
+    policy = kit.read_policy(__file__)
     tools = TOOLS
-
-    def seed(self, db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
-        seed_maps(db, fake, rng)
-
-    def task_families(self) -> list[TaskFamily]:
-        return list(FAMILIES)
+    families = FAMILIES
+    seed_data = staticmethod(seed_maps)
 
 
 APP = MapsApp()

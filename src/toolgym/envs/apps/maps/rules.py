@@ -17,13 +17,14 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from toolgym.envs.kit.dates import WEEKDAY_NAMES
+
 EARTH_RADIUS_KM = 6371.0
 CATEGORIES: tuple[str, ...] = (
     "restaurant", "cafe", "bakery", "bar", "museum", "park", "pharmacy", "gas_station", "supermarket",
     "gym", "library", "office",
 )
 CITIES: tuple[str, ...] = ("Boston", "Brookline", "Cambridge", "Somerville")
-WEEKDAY_NAMES: tuple[str, ...] = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 PRICE_SIGNS = {1: "$", 2: "$$", 3: "$$$", 4: "$$$$"}
 MAX_RADIUS_KM = 10.0
 ALL_DAY = ("00:00", "24:00")

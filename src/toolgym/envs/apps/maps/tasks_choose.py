@@ -5,24 +5,17 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.maps.rules import nearby, search
-from toolgym.envs.apps.maps.task_kit import (
+from toolgym.envs.apps.maps.task_common import (
     CATEGORY_WORDS,
-    answer_has,
-    call,
     clock_words,
-    diff_only,
-    env_for,
     in_list,
     nearest_open,
     on_day,
-    pick,
-    random_today,
     saved_change,
     saved_checks,
     soon_phrase,
-    unique_top,
     user_lists,
     users,
 )
@@ -43,12 +36,12 @@ def closest_open_save(rng: random.Random, world: World) -> TaskDraft | None:
     Draws where the nearest place of the category is closed at that time are preferred, so the
     opening hours decide the answer rather than distance alone.
     """
-    category = pick(rng, list(CLOSEST_CATEGORIES))
-    origin = pick(rng, world.query("SELECT * FROM places WHERE category != ? ORDER BY id", (category,)))
-    today = random_today(rng)
+    category = rng.choice(list(CLOSEST_CATEGORIES))
+    origin = rng.choice(world.query("SELECT * FROM places WHERE category != ? ORDER BY id", (category,)))
+    today = kit.random_day(rng)
     offset = rng.randint(0, 6)
     day = today + dt.timedelta(days=offset)
-    at = pick(rng, list(EDGE_TIMES))
+    at = rng.choice(list(EDGE_TIMES))
     found = nearest_open(world, origin["lat"], origin["lon"], category, day, at, origin["id"])
     if found is None:
         return None
@@ -56,8 +49,8 @@ def closest_open_save(rng: random.Random, world: World) -> TaskDraft | None:
     overall = nearby(world, origin["lat"], origin["lon"], 9.5, category, exclude_id=origin["id"])
     if overall[0]["id"] == winner["id"] and rng.random() < 0.7:
         return None
-    user = pick(rng, users(world))
-    target = pick(rng, user_lists(world, user["id"]))
+    user = rng.choice(users(world))
+    target = rng.choice(user_lists(world, user["id"]))
     if in_list(world, target["id"], winner["id"]):
         return None
     phrase = soon_phrase(rng, today, offset)
@@ -66,14 +59,14 @@ def closest_open_save(rng: random.Random, world: World) -> TaskDraft | None:
                                            time=clock_words(rng, at), l=target["name"])
     return TaskDraft(
         prompt=prompt,
-        checks=[*saved_checks(target["id"], winner), diff_only([saved_change(target["id"], winner["id"])]),
-                answer_has([winner["name"]], label="answer names the chosen place")],
+        checks=[*saved_checks(target["id"], winner), kit.diff_only([saved_change(target["id"], winner["id"])]),
+                kit.answer_has([winner["name"]], label="answer names the chosen place")],
         reference_solution=[
-            call("nearby_places", place=origin["name"], category=category, radius_km=radius, open_on=phrase,
+            kit.call("nearby_places", place=origin["name"], category=category, radius_km=radius, open_on=phrase,
                  open_at=at),
-            call("save_place", list_name=target["name"], place=winner["id"]),
+            kit.call("save_place", list_name=target["name"], place=winner["id"]),
         ],
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"The nearest {CATEGORY_WORDS[category]} to {origin['name']} open {on_day(phrase)} at {at} is "
                          f"{winner['name']} ({winner['distance_km']} km away). I saved it to your "
                          f"'{target['name']}' list."),
@@ -95,26 +88,26 @@ RATED_TIMES = ("08:00", "10:00", "12:00", "13:30", "17:00", "19:00", "20:30", "2
 
 def best_rated_save(rng: random.Random, world: World) -> TaskDraft | None:
     """Best-rated place of a kind (a cuisine, for restaurants) in a city that is open then, saved to a list."""
-    category = pick(rng, list(RATED_CATEGORIES))
-    city = pick(rng, ["Boston", "Brookline", "Cambridge", "Somerville"])
+    category = rng.choice(list(RATED_CATEGORIES))
+    city = rng.choice(["Boston", "Brookline", "Cambridge", "Somerville"])
     cuisine = None
     if category == "restaurant" and rng.random() < 0.6:
         cuisines = world.query("SELECT DISTINCT cuisine FROM places WHERE category='restaurant' AND city=? "
                                "ORDER BY cuisine", (city,))
-        cuisine = pick(rng, cuisines)["cuisine"]
-    today = random_today(rng)
+        cuisine = rng.choice(cuisines)["cuisine"]
+    today = kit.random_day(rng)
     offset = rng.randint(0, 6)
     day = today + dt.timedelta(days=offset)
-    at = pick(rng, list(RATED_TIMES))
+    at = rng.choice(list(RATED_TIMES))
     every = search(world, cuisine, category, city)[1]
     candidates = search(world, cuisine, category, city, day, at)[1]
     if len(every) < 2 or not candidates:
         return None
-    best = unique_top(candidates, "rating")
+    best = kit.unique_best(candidates, "rating", largest=True)
     if best is None or (every[0]["id"] == best["id"] and rng.random() < 0.6):
         return None
-    user = pick(rng, users(world))
-    target = pick(rng, user_lists(world, user["id"]))
+    user = rng.choice(users(world))
+    target = rng.choice(user_lists(world, user["id"]))
     if in_list(world, target["id"], best["id"]):
         return None
     phrase = soon_phrase(rng, today, offset)
@@ -125,13 +118,13 @@ def best_rated_save(rng: random.Random, world: World) -> TaskDraft | None:
                                          time=clock_words(rng, at), l=target["name"])
     return TaskDraft(
         prompt=prompt,
-        checks=[*saved_checks(target["id"], best), diff_only([saved_change(target["id"], best["id"])]),
-                answer_has([best["name"]], label="answer names the chosen place")],
+        checks=[*saved_checks(target["id"], best), kit.diff_only([saved_change(target["id"], best["id"])]),
+                kit.answer_has([best["name"]], label="answer names the chosen place")],
         reference_solution=[
-            call("search_places", query=cuisine, category=category, city=city, open_on=phrase, open_at=at),
-            call("save_place", list_name=target["name"], place=best["id"]),
+            kit.call("search_places", query=cuisine, category=category, city=city, open_on=phrase, open_at=at),
+            kit.call("save_place", list_name=target["name"], place=best["id"]),
         ],
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"The best-rated {what} in {city} open {on_day(phrase)} at {at} is {best['name']} "
                          f"(rated {best['rating']:.1f}). I added it to your '{target['name']}' list."),
         difficulty=2,

@@ -8,23 +8,13 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.maps.rules import search
-from toolgym.envs.apps.maps.task_kit import (
-    FIRST_DAY,
-    LAST_DAY,
+from toolgym.envs.apps.maps.task_common import (
     MODE_WORDS,
-    call,
-    day_of,
-    env_for,
-    impossible_checks,
-    pick,
     place_by_id,
     places,
-    random_today,
     review_words,
-    stars_words,
-    user_by_id,
     user_lists,
     users,
 )
@@ -38,19 +28,20 @@ REVIEW_AGAIN = (
 
 def review_twice_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """The user already reviewed the place; a second review is not allowed."""
-    earlier = pick(rng, world.query("SELECT * FROM reviews ORDER BY id"))
+    earlier = rng.choice(world.query("SELECT * FROM reviews ORDER BY id"))
     place = place_by_id(world, earlier["place_id"])
-    user = user_by_id(world, earlier["user_id"])
-    today = random_today(rng, max(FIRST_DAY, day_of(earlier["created_on"]) + dt.timedelta(days=1)), LAST_DAY)
+    user = kit.user_by_id(world, earlier["user_id"], "*")
+    today = kit.random_day(rng, max(kit.FIRST_DAY, kit.day_of(earlier["created_on"]) + dt.timedelta(days=1)))
     stars, text = review_words(rng)
-    phrasing = rng.randrange(len(REVIEW_AGAIN))
+    phrasing, prompt = kit.phrase(
+        rng, REVIEW_AGAIN, s=stars, stars=kit.plural(stars, "star"), p=place["name"], t=text)
     return TaskDraft(
-        prompt=REVIEW_AGAIN[phrasing].format(s=stars, stars=stars_words(stars), p=place["name"], t=text),
-        checks=impossible_checks("write_review"),
-        reference_solution=[call("list_my_reviews")],
-        env_variables=env_for(user, today),
+        prompt=prompt,
+        checks=kit.impossible_checks("write_review"),
+        reference_solution=[kit.call("list_my_reviews")],
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"I cannot post it: you already reviewed {place['name']} on {earlier['created_on']} "
-                         f"({stars_words(earlier['stars'])}), and each user can review a place only once."),
+                         f"({kit.plural(earlier['stars'], 'star')}), and each user can review a place only once."),
         difficulty=2,
         metadata={"phrasing": phrasing, "place_id": place["id"], "review_id": earlier["id"]},
     )
@@ -77,15 +68,15 @@ def _absent(world: World, first: str, name: str) -> bool:
 
 def unknown_place_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """Directions to, and saving of, a place the map does not have."""
-    first = pick(rng, list(FAKE_FIRST))
-    fake = f"{first} {pick(rng, list(FAKE_KIND))}"
+    first = rng.choice(list(FAKE_FIRST))
+    fake = f"{first} {rng.choice(list(FAKE_KIND))}"
     if not _absent(world, first, fake):
         return None
-    user = pick(rng, users(world))
-    target = pick(rng, user_lists(world, user["id"]))
-    mode = pick(rng, sorted(MODE_WORDS))
+    user = rng.choice(users(world))
+    target = rng.choice(user_lists(world, user["id"]))
+    mode = rng.choice(sorted(MODE_WORDS))
     verb, by = MODE_WORDS[mode]
-    origin_place = pick(rng, places(world))
+    origin_place = rng.choice(places(world))
     origin = "home" if rng.random() < 0.5 else origin_place["name"]
     origin_words = "my home" if origin == "home" else origin
     phrasing = rng.randrange(len(UNKNOWN_PLACE))
@@ -93,9 +84,9 @@ def unknown_place_impossible(rng: random.Random, world: World) -> TaskDraft | No
                                             l=target["name"])
     return TaskDraft(
         prompt=prompt,
-        checks=impossible_checks("save_place"),
-        reference_solution=[call("search_places", query=fake)],
-        env_variables=env_for(user, random_today(rng)),
+        checks=kit.impossible_checks("save_place"),
+        reference_solution=[kit.call("search_places", query=fake)],
+        env_variables=kit.env_for(user, kit.random_day(rng)),
         expected_answer=(f"I cannot find {fake} on the map, so I cannot give directions to it or save it to your "
                          f"'{target['name']}' list."),
         difficulty=2,
@@ -115,21 +106,21 @@ def foreign_list_impossible(rng: random.Random, world: World) -> TaskDraft | Non
     lists = world.query(
         "SELECT l.*, u.name AS owner FROM saved_lists l JOIN users u ON u.id = l.user_id "
         "WHERE l.name NOT IN ('Favorites', 'Want to go') ORDER BY l.id")
-    theirs = pick(rng, lists)
-    user = pick(rng, users(world))
+    theirs = rng.choice(lists)
+    user = rng.choice(users(world))
     if user["id"] == theirs["user_id"]:
         return None
     if theirs["name"].casefold() in {r["name"].casefold() for r in user_lists(world, user["id"])}:
         return None
-    place = pick(rng, places(world))
-    phrasing = rng.randrange(len(FOREIGN_LIST))
-    prompt = FOREIGN_LIST[phrasing].format(p=place["name"], owner=theirs["owner"], first=theirs["owner"].split()[0],
-                                           l=theirs["name"])
+    place = rng.choice(places(world))
+    phrasing, prompt = kit.phrase(
+        rng, FOREIGN_LIST, p=place["name"], owner=theirs["owner"], first=theirs["owner"].split()[0],
+        l=theirs["name"])
     return TaskDraft(
         prompt=prompt,
-        checks=impossible_checks("save_place"),
-        reference_solution=[call("list_my_lists")],
-        env_variables=env_for(user, random_today(rng)),
+        checks=kit.impossible_checks("save_place"),
+        reference_solution=[kit.call("list_my_lists")],
+        env_variables=kit.env_for(user, kit.random_day(rng)),
         expected_answer=(f"I cannot do that: '{theirs['name']}' is {theirs['owner']}'s list, and I can only save "
                          "places to your own lists."),
         difficulty=2,
@@ -150,15 +141,15 @@ DESCRIPTIONS = ("Spots to try this summer", "For when friends visit", "Quick lun
 
 def list_name_taken_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """A new list with a name the user already uses (names are unique per user, ignoring case)."""
-    existing = pick(rng, world.query("SELECT * FROM saved_lists ORDER BY id"))
-    user = user_by_id(world, existing["user_id"])
+    existing = rng.choice(world.query("SELECT * FROM saved_lists ORDER BY id"))
+    user = kit.user_by_id(world, existing["user_id"], "*")
     shown = existing["name"] if rng.random() < 0.7 else existing["name"].lower()
     phrasing = rng.randrange(len(LIST_TAKEN))
     return TaskDraft(
-        prompt=LIST_TAKEN[phrasing].format(l=shown, why=pick(rng, list(WHY)), d=pick(rng, list(DESCRIPTIONS))),
-        checks=impossible_checks("create_list"),
-        reference_solution=[call("list_my_lists")],
-        env_variables=env_for(user, random_today(rng)),
+        prompt=LIST_TAKEN[phrasing].format(l=shown, why=rng.choice(list(WHY)), d=rng.choice(list(DESCRIPTIONS))),
+        checks=kit.impossible_checks("create_list"),
+        reference_solution=[kit.call("list_my_lists")],
+        env_variables=kit.env_for(user, kit.random_day(rng)),
         expected_answer=(f"I cannot create it: you already have a list named '{existing['name']}', and list names "
                          "must be unique."),
         difficulty=1,

@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import random
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.maps.content import LIST_NOTES
-from toolgym.envs.apps.maps.task_kit import (
-    answer_has,
-    call,
-    diff_only,
-    env_for,
+from toolgym.envs.apps.maps.task_common import (
     has_reviewed,
     in_list,
-    pick,
     place_by_id,
     places,
-    random_today,
     review_change,
     review_checks,
     review_words,
     saved_change,
     saved_checks,
-    stars_words,
-    user_by_id,
     user_lists,
     users,
 )
@@ -39,23 +31,23 @@ SAVE = (
 
 def save_to_list(rng: random.Random, world: World) -> TaskDraft | None:
     """A single write: one named place into one of the user's existing lists, sometimes with a note."""
-    user = pick(rng, users(world))
-    target = pick(rng, user_lists(world, user["id"]))
-    place = pick(rng, places(world))
+    user = rng.choice(users(world))
+    target = rng.choice(user_lists(world, user["id"]))
+    place = rng.choice(places(world))
     if in_list(world, target["id"], place["id"]):
         return None
-    note = pick(rng, list(LIST_NOTES)) if rng.random() < 0.35 else ""
-    phrasing = rng.randrange(len(SAVE))
+    note = rng.choice(list(LIST_NOTES)) if rng.random() < 0.35 else ""
     note_words = f' with the note "{note}"' if note else ""
-    prompt = SAVE[phrasing].format(p=place["name"], l=target["name"], city=place["city"], hood=place["neighborhood"],
-                                   note=note_words)
+    phrasing, prompt = kit.phrase(
+        rng, SAVE, p=place["name"], l=target["name"], city=place["city"], hood=place["neighborhood"],
+        note=note_words)
     return TaskDraft(
         prompt=prompt,
-        checks=[*saved_checks(target["id"], place, note), diff_only([saved_change(target["id"], place["id"])]),
-                answer_has([place["name"]], label="answer names the place")],
-        reference_solution=[call("search_places", query=place["name"]), call("list_my_lists"),
-                            call("save_place", list_name=target["name"], place=place["id"], note=note or None)],
-        env_variables=env_for(user, random_today(rng)),
+        checks=[*saved_checks(target["id"], place, note), kit.diff_only([saved_change(target["id"], place["id"])]),
+                kit.answer_has([place["name"]], label="answer names the place")],
+        reference_solution=[kit.call("search_places", query=place["name"]), kit.call("list_my_lists"),
+                            kit.call("save_place", list_name=target["name"], place=place["id"], note=note or None)],
+        env_variables=kit.env_for(user, kit.random_day(rng)),
         expected_answer=f"Saved {place['name']} to your '{target['name']}' list{note_words}.",
         difficulty=1,
         metadata={"phrasing": phrasing, "list_id": target["id"], "place_id": place["id"]},
@@ -74,18 +66,18 @@ def remove_from_list(rng: random.Random, world: World) -> TaskDraft | None:
     saved = world.query(
         "SELECT s.id, s.list_id, s.place_id, l.user_id, l.name AS list_name FROM saved_places s "
         "JOIN saved_lists l ON l.id = s.list_id ORDER BY s.id")
-    row = pick(rng, saved)
+    row = rng.choice(saved)
     place = place_by_id(world, row["place_id"])
-    phrasing = rng.randrange(len(REMOVE))
     where = {"list_id": row["list_id"], "place_id": place["id"]}
+    phrasing, prompt = kit.phrase(rng, REMOVE, p=place["name"], l=row["list_name"])
     return TaskDraft(
-        prompt=REMOVE[phrasing].format(p=place["name"], l=row["list_name"]),
+        prompt=prompt,
         checks=[RowAbsent(table="saved_places", where=where, weight=3.0, label=f"{place['name']} removed"),
-                diff_only([ExpectedChange(table="saved_places", op="delete", where=where)]),
-                answer_has([place["name"]], label="answer names the place")],
-        reference_solution=[call("list_my_lists"),
-                            call("remove_saved_place", list_name=row["list_name"], place=place["id"])],
-        env_variables=env_for(user_by_id(world, row["user_id"]), random_today(rng)),
+                kit.diff_only([ExpectedChange(table="saved_places", op="delete", where=where)]),
+                kit.answer_has([place["name"]], label="answer names the place")],
+        reference_solution=[kit.call("list_my_lists"),
+                            kit.call("remove_saved_place", list_name=row["list_name"], place=place["id"])],
+        env_variables=kit.env_for(kit.user_by_id(world, row["user_id"], "*"), kit.random_day(rng)),
         expected_answer=f"Removed {place['name']} from your '{row['list_name']}' list.",
         difficulty=1,
         metadata={"phrasing": phrasing, "list_id": row["list_id"], "place_id": place["id"]},
@@ -102,22 +94,22 @@ REVIEW = (
 
 def write_a_review(rng: random.Random, world: World) -> TaskDraft | None:
     """A single write: the user's first review of a named place, with the stars and words they give."""
-    user = pick(rng, users(world))
+    user = rng.choice(users(world))
     visited = world.query("SELECT DISTINCT place_id FROM visits WHERE user_id=? ORDER BY place_id", (user["id"],))
-    place = place_by_id(world, pick(rng, visited)["place_id"]) if visited and rng.random() < 0.7 else pick(
-        rng, places(world))
+    place = place_by_id(world, rng.choice(visited)["place_id"]) if visited and rng.random() < 0.7 else rng.choice(
+        places(world))
     if has_reviewed(world, user["id"], place["id"]):
         return None
     stars, text = review_words(rng)
-    phrasing = rng.randrange(len(REVIEW))
-    prompt = REVIEW[phrasing].format(s=stars, stars=stars_words(stars), p=place["name"], t=text, city=place["city"],
-                                     hood=place["neighborhood"])
+    phrasing, prompt = kit.phrase(
+        rng, REVIEW, s=stars, stars=kit.plural(stars, "star"), p=place["name"], t=text, city=place["city"],
+        hood=place["neighborhood"])
     return TaskDraft(
         prompt=prompt,
-        checks=[*review_checks(user["id"], place, stars, text), diff_only([review_change(user["id"], place["id"])])],
-        reference_solution=[call("search_places", query=place["name"]), call("list_my_reviews"),
-                            call("write_review", place=place["id"], stars=stars, text=text)],
-        env_variables=env_for(user, random_today(rng)),
+        checks=[*review_checks(user["id"], place, stars, text), kit.diff_only([review_change(user["id"], place["id"])])],
+        reference_solution=[kit.call("search_places", query=place["name"]), kit.call("list_my_reviews"),
+                            kit.call("write_review", place=place["id"], stars=stars, text=text)],
+        env_variables=kit.env_for(user, kit.random_day(rng)),
         expected_answer=f"Posted your {stars}-star review of {place['name']}: \"{text}\"",
         difficulty=1,
         metadata={"phrasing": phrasing, "place_id": place["id"]},

@@ -12,7 +12,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from toolgym.envs import ToolContext, ToolError, tool
+from toolgym.envs import ToolContext, ToolError, kit, tool
 from toolgym.envs.apps.maps.rules import (
     CITIES,
     MAX_RADIUS_KM,
@@ -53,18 +53,11 @@ class Endpoint:
 
 
 def _me(ctx: ToolContext) -> dict[str, Any]:
-    username = ctx.env.require_user()
-    row = ctx.one("SELECT * FROM users WHERE username=?", (username,))
-    if row is None:
-        raise ToolError(f"the logged-in user {username!r} has no account in the maps app")
-    return row
+    return kit.logged_in_user(ctx, "the maps app", "*")
 
 
-def _date_arg(ctx: ToolContext, name: str, text: str) -> dt.date:
-    try:
-        return dt.date.fromisoformat(ctx.env.date(text))
-    except ToolError as exc:
-        raise ToolError(f"argument '{name}': {exc}") from None
+def _day_arg(ctx: ToolContext, name: str, text: str) -> dt.date:
+    return dt.date.fromisoformat(kit.date_arg(ctx, name, text))
 
 
 def _time_arg(name: str, text: str) -> str:
@@ -79,7 +72,7 @@ def _when(ctx: ToolContext, open_on: str | None, open_at: str | None) -> tuple[d
     """The day and time an 'open' filter means; a time alone means today."""
     at = _time_arg("open_at", open_at) if open_at is not None else None
     if open_on is not None:
-        return _date_arg(ctx, "open_on", open_on), at
+        return _day_arg(ctx, "open_on", open_on), at
     return (ctx.env.today, at) if at is not None else (None, None)
 
 
@@ -225,7 +218,7 @@ def get_place(ctx: ToolContext, place: int | str, date: str | None = None) -> di
     if rooms:
         result["rooms_inside"] = rooms
     if date is not None:
-        result["on_date"] = day_status(ctx, row["id"], _date_arg(ctx, "date", date))
+        result["on_date"] = day_status(ctx, row["id"], _day_arg(ctx, "date", date))
     return result
 
 
@@ -435,8 +428,8 @@ def get_my_timeline(ctx: ToolContext, date: str, end_date: str | None = None) ->
         end_date: Optional last day of a range (at most 31 days), given the same way.
     """
     me = _me(ctx)
-    first = _date_arg(ctx, "date", date)
-    last = _date_arg(ctx, "end_date", end_date) if end_date is not None else first
+    first = _day_arg(ctx, "date", date)
+    last = _day_arg(ctx, "end_date", end_date) if end_date is not None else first
     today = ctx.env.today
     for name, day in (("date", first), ("end_date", last)):
         if day > today:

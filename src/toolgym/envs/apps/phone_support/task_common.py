@@ -7,33 +7,10 @@ data) are computed with the rules the tools apply; an ambiguous draw is rejected
 
 from __future__ import annotations
 
-import datetime as dt
-import random
 from typing import Any
 
 from toolgym.envs import World
-from toolgym.envs.app import answer_has as answer_has
-from toolgym.envs.app import lookup_checks as lookup_checks
-from toolgym.schema import (
-    Check,
-    DiffOnly,
-    ExpectedChange,
-    ToolCall,
-    ToolNotCalled,
-)
-
-FIRST_DAY = dt.date(2026, 4, 1)  # range of CURRENT_DATE in tasks
-LAST_DAY = dt.date(2026, 8, 31)
-
-
-def pick_today(rng: random.Random, low: dt.date = FIRST_DAY, high: dt.date = LAST_DAY) -> dt.date:
-    low, high = max(low, FIRST_DAY), min(high, LAST_DAY)
-    return low + dt.timedelta(days=rng.randint(0, max((high - low).days, 0)))
-
-
-def env_for(row: dict[str, Any], today: dt.date) -> dict[str, str]:
-    """env_variables for the customer of `row` (which has `username` and `name`)."""
-    return {"CURRENT_DATE": today.isoformat(), "LOGGED_IN_USER": row["username"], "LOGGED_IN_NAME": row["name"]}
+from toolgym.schema import ExpectedChange
 
 
 def lines(world: World, where: str = "1=1", params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
@@ -52,14 +29,6 @@ def plans(world: World) -> list[dict[str, Any]]:
     return world.query("SELECT * FROM plans ORDER BY monthly_price, id")
 
 
-def pick(rng: random.Random, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    return rows[rng.randrange(len(rows))] if rows else None
-
-
-def call(name: str, **arguments: Any) -> ToolCall:
-    return ToolCall(name=name, arguments=arguments)
-
-
 def first_name(row: dict[str, Any]) -> str:
     return str(row["name"]).split()[0]
 
@@ -67,19 +36,6 @@ def first_name(row: dict[str, Any]) -> str:
 def gb_text(value: float) -> str:
     """How a tool prints a GB figure (JSON float), so answers and checks agree: 12.4 -> '12.4'."""
     return repr(float(value))
-
-
-def diff_only(expected: list[ExpectedChange], weight: float = 2.0) -> DiffOnly:
-    return DiffOnly(expected=expected, weight=weight, label="no other changes" if expected else "nothing changed")
-
-
-def impossible_checks(write_tool: str) -> list[Check]:
-    """The request cannot be done: no change, no write attempted, and an 'I cannot' reply."""
-    return [
-        diff_only([], weight=2.0),
-        ToolNotCalled(name=write_tool, weight=1.0, label=f"{write_tool} not called"),
-        answer_has(["cannot"]),
-    ]
 
 
 def line_event(line_id: int) -> ExpectedChange:

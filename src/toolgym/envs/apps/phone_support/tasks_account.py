@@ -8,24 +8,16 @@ from __future__ import annotations
 
 import random
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.phone_support.data import ABROAD
 from toolgym.envs.apps.phone_support.rules import TOPUP_PRICES
 from toolgym.envs.apps.phone_support.task_common import (
     WHEN_TRAVEL,
-    answer_has,
-    call,
     country_name,
-    diff_only,
-    env_for,
     first_name,
     gb_text,
-    impossible_checks,
     line_event,
     lines,
-    lookup_checks,
-    pick,
-    pick_today,
     plans,
 )
 from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
@@ -43,16 +35,16 @@ LOOKUP_PROMPTS = (
 
 def line_plan_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     """Plan and data used of one line: a read-only look-up."""
-    line = pick(rng, lines(world, "l.status = 'active' AND l.data_used_gb != CAST(l.data_used_gb AS INTEGER)"))
+    line = kit.pick(rng, lines(world, "l.status = 'active' AND l.data_used_gb != CAST(l.data_used_gb AS INTEGER)"))
     if line is None:
         return None
-    phrasing = rng.randrange(len(LOOKUP_PROMPTS))
     used = gb_text(line["data_used_gb"])
+    phrasing, prompt = kit.phrase(rng, LOOKUP_PROMPTS, phone=line["phone_number"])
     return TaskDraft(
-        prompt=LOOKUP_PROMPTS[phrasing].format(phone=line["phone_number"]),
-        checks=lookup_checks([line["plan_name"], used]),
-        reference_solution=[call("get_line_details", phone_number=line["phone_number"])],
-        env_variables=env_for(line, pick_today(rng)),
+        prompt=prompt,
+        checks=kit.lookup_checks([line["plan_name"], used]),
+        reference_solution=[kit.call("get_line_details", phone_number=line["phone_number"])],
+        env_variables=kit.env_for(line, kit.random_day(rng)),
         expected_answer=f"{line['phone_number']} is on the {line['plan_name']} plan and has used {used} GB this cycle.",
         difficulty=1,
         metadata={"phrasing": phrasing, "phone_number": line["phone_number"]},
@@ -78,16 +70,16 @@ def my_balance_context(rng: random.Random, world: World) -> TaskDraft | None:
         "JOIN users u ON u.id = a.user_id WHERE b.status = 'unpaid' AND (SELECT COUNT(*) FROM bills o "
         "WHERE o.account_id = b.account_id AND o.status = 'unpaid') = 1 ORDER BY b.id"
     )
-    bill = pick(rng, rows)
+    bill = kit.pick(rng, rows)
     if bill is None:
         return None
-    phrasing = rng.randrange(len(BALANCE_PROMPTS))
     amount = str(bill["amount"])
+    phrasing, prompt = kit.phrase(rng, BALANCE_PROMPTS, first=first_name(bill))
     return TaskDraft(
-        prompt=BALANCE_PROMPTS[phrasing].format(first=first_name(bill)),
-        checks=lookup_checks([amount, bill["due_date"]]),
-        reference_solution=[call("get_bills", status="unpaid")],
-        env_variables=env_for(bill, pick_today(rng)),
+        prompt=prompt,
+        checks=kit.lookup_checks([amount, bill["due_date"]]),
+        reference_solution=[kit.call("get_bills", status="unpaid")],
+        env_variables=kit.env_for(bill, kit.random_day(rng)),
         expected_answer=f"You owe ${amount} for {bill['period']}, due on {bill['due_date']}.",
         difficulty=2,
         metadata={"phrasing": phrasing, "bill_id": bill["id"]},
@@ -120,27 +112,27 @@ def _plan_change_checks(line: dict, plan: dict) -> list[Check]:
                     label=f"{line['phone_number']} is on {plan['code']}"),
         RowExists(table="line_events", where={"line_id": line["id"], "kind": "plan_change"}, weight=1.0,
                   label="plan change logged"),
-        diff_only([ExpectedChange(table="lines", op="update", where={"id": line["id"]}, fields=["plan_id"]),
+        kit.diff_only([ExpectedChange(table="lines", op="update", where={"id": line["id"]}, fields=["plan_id"]),
                    line_event(line["id"])]),
     ]
 
 
 def change_plan_write(rng: random.Random, world: World) -> TaskDraft | None:
     """Move one active line to a named plan the rules allow."""
-    line = pick(rng, lines(world, "l.status = 'active'"))
+    line = kit.pick(rng, lines(world, "l.status = 'active'"))
     if line is None:
         return None
     options = [p for p in plans(world) if _plan_fits(line, p)]
-    plan = pick(rng, options)
+    plan = kit.pick(rng, options)
     if plan is None:
         return None
-    phrasing = rng.randrange(len(CHANGE_PROMPTS))
+    phrasing, prompt = kit.phrase(rng, CHANGE_PROMPTS, phone=line["phone_number"], plan=plan["name"])
     return TaskDraft(
-        prompt=CHANGE_PROMPTS[phrasing].format(phone=line["phone_number"], plan=plan["name"]),
+        prompt=prompt,
         checks=_plan_change_checks(line, plan),
-        reference_solution=[call("list_plans"), call("change_plan", phone_number=line["phone_number"],
+        reference_solution=[kit.call("list_plans"), kit.call("change_plan", phone_number=line["phone_number"],
                                                      plan_code=plan["code"])],
-        env_variables=env_for(line, pick_today(rng)),
+        env_variables=kit.env_for(line, kit.random_day(rng)),
         expected_answer=f"Done: {line['phone_number']} is now on {plan['name']} (${plan['monthly_price']}/month).",
         difficulty=1,
         metadata={"phrasing": phrasing, "plan": plan["code"], "line_id": line["id"]},
@@ -157,7 +149,7 @@ CHEAPEST_PROMPTS = (
 
 def cheapest_plan_search(rng: random.Random, world: World) -> TaskDraft | None:
     """Search the plans, choose the cheapest that meets a data (and roaming) need, switch to it."""
-    line = pick(rng, lines(world, "l.status = 'active'"))
+    line = kit.pick(rng, lines(world, "l.status = 'active'"))
     if line is None:
         return None
     gb = rng.choice([4, 8, 12, 20, 25])
@@ -170,14 +162,14 @@ def cheapest_plan_search(rng: random.Random, world: World) -> TaskDraft | None:
     plan = candidates[0]
     if not _plan_fits(line, plan):
         return None
-    phrasing = rng.randrange(len(CHEAPEST_PROMPTS))
     roam = " that allows roaming" if need_roaming else ""
+    phrasing, prompt = kit.phrase(rng, CHEAPEST_PROMPTS, phone=line["phone_number"], gb=gb, roam=roam)
     return TaskDraft(
-        prompt=CHEAPEST_PROMPTS[phrasing].format(phone=line["phone_number"], gb=gb, roam=roam),
-        checks=[*_plan_change_checks(line, plan), answer_has([plan["name"]])],
-        reference_solution=[call("list_plans"), call("change_plan", phone_number=line["phone_number"],
+        prompt=prompt,
+        checks=[*_plan_change_checks(line, plan), kit.answer_has([plan["name"]])],
+        reference_solution=[kit.call("list_plans"), kit.call("change_plan", phone_number=line["phone_number"],
                                                      plan_code=plan["code"])],
-        env_variables=env_for(line, pick_today(rng)),
+        env_variables=kit.env_for(line, kit.random_day(rng)),
         expected_answer=f"The cheapest plan with at least {gb} GB{roam} is {plan['name']} "
                         f"(${plan['monthly_price']}/month); {line['phone_number']} is now on it.",
         difficulty=2,
@@ -195,7 +187,7 @@ TRAVEL_PROMPTS = (
 
 def travel_prep(rng: random.Random, world: World) -> TaskDraft | None:
     """Two writes on one line: enable roaming (plan must allow it) and buy a top-up (capped plan only)."""
-    line = pick(rng, lines(world, "l.status = 'active' AND p.roaming_allowed = 1 AND l.roaming_enabled = 0 "
+    line = kit.pick(rng, lines(world, "l.status = 'active' AND p.roaming_allowed = 1 AND l.roaming_enabled = 0 "
                                   "AND p.data_gb IS NOT NULL"))
     if line is None:
         return None
@@ -210,7 +202,7 @@ def travel_prep(rng: random.Random, world: World) -> TaskDraft | None:
                     weight=2.0, label=f"{gb} GB added"),
         RowExists(table="data_topups", where={"line_id": line["id"], "gb": gb}, count=1 + _topups(world, line, gb),
                   weight=1.0, label="top-up recorded"),
-        diff_only([
+        kit.diff_only([
             ExpectedChange(table="lines", op="update", where={"id": line["id"]}, fields=["roaming_enabled", "topup_gb"]),
             ExpectedChange(table="data_topups", op="insert", where={"line_id": line["id"], "gb": gb}),
             line_event(line["id"]),
@@ -219,9 +211,9 @@ def travel_prep(rng: random.Random, world: World) -> TaskDraft | None:
     return TaskDraft(
         prompt=TRAVEL_PROMPTS[phrasing].format(phone=phone, gb=gb, country=country, when=rng.choice(WHEN_TRAVEL)),
         checks=checks,
-        reference_solution=[call("get_line_details", phone_number=phone), call("enable_roaming", phone_number=phone),
-                            call("add_data_topup", phone_number=phone, gb=gb)],
-        env_variables=env_for(line, pick_today(rng)),
+        reference_solution=[kit.call("get_line_details", phone_number=phone), kit.call("enable_roaming", phone_number=phone),
+                            kit.call("add_data_topup", phone_number=phone, gb=gb)],
+        env_variables=kit.env_for(line, kit.random_day(rng)),
         expected_answer=f"Roaming is enabled on {phone} and a {gb} GB top-up (${TOPUP_PRICES[gb]}) was added. "
                         "Remember to turn on data roaming on your phone when you land.",
         difficulty=2,
@@ -258,7 +250,7 @@ def pay_and_resume_checks(world: World, line: dict, bills: list[dict]) -> list[C
         expected.append(ExpectedChange(table="payments", op="insert", where={"bill_id": bill["id"]}))
     checks.append(FieldEquals(table="lines", where={"id": line["id"]}, field="status", value="active", weight=2.0,
                               label="line resumed"))
-    checks.append(diff_only(expected))
+    checks.append(kit.diff_only(expected))
     return checks
 
 
@@ -276,10 +268,10 @@ PAY_RESUME_PROMPTS = (
 
 def pay_and_resume(rng: random.Random, world: World) -> TaskDraft | None:
     """Multi-step with an order constraint: every overdue bill must be paid before the line resumes."""
-    line = pick(rng, lines(world, "l.status = 'suspended' AND l.suspension_reason = 'unpaid_bill'"))
+    line = kit.pick(rng, lines(world, "l.status = 'suspended' AND l.suspension_reason = 'unpaid_bill'"))
     if line is None:
         return None
-    today = pick_today(rng)
+    today = kit.random_day(rng)
     bills = overdue_bills(world, line["account_id"], today.isoformat())
     if not bills:
         return None
@@ -295,9 +287,9 @@ def pay_and_resume(rng: random.Random, world: World) -> TaskDraft | None:
     return TaskDraft(
         prompt=PAY_RESUME_PROMPTS[phrasing].format(phone=phone, card=card, first=first_name(line)),
         checks=pay_and_resume_checks(world, line, bills),
-        reference_solution=[call("get_bills", status="unpaid"), *[call("pay_bill", bill_id=b["id"]) for b in bills],
-                            call("resume_line", phone_number=phone)],
-        env_variables=env_for(line, today),
+        reference_solution=[kit.call("get_bills", status="unpaid"), *[kit.call("pay_bill", bill_id=b["id"]) for b in bills],
+                            kit.call("resume_line", phone_number=phone)],
+        env_variables=kit.env_for(line, today),
         expected_answer=f"I paid {len(bills)} overdue bill(s), ${total} in total, and {phone} is active again.",
         difficulty=3 if len(bills) > 1 else 2,
         metadata={"phrasing": phrasing, "line_id": line["id"], "bills": [b["id"] for b in bills]},
@@ -321,30 +313,31 @@ def pay_bill_with_card(rng: random.Random, world: World) -> TaskDraft | None:
         "JOIN payment_methods m ON m.account_id = a.id AND m.expires >= '2026-09' "
         "WHERE b.status = 'unpaid' ORDER BY b.id, m.id"
     )
-    bill = pick(rng, rows)
+    bill = kit.pick(rng, rows)
     if bill is None or bill["kind"] == "bank":
         return None
-    phrasing = rng.randrange(len(PAY_CARD_PROMPTS))
     period_name = MONTH_NAMES[bill["period"]]
     same_period = [r for r in rows if r["account_id"] == bill["account_id"] and r["period"] == bill["period"]]
     if sum(1 for r in same_period if r["last4"] == bill["last4"]) != 1:
         return None
+    phrasing, prompt = kit.phrase(
+        rng, PAY_CARD_PROMPTS, period_name=period_name, kind=bill["kind"], last4=bill["last4"])
     return TaskDraft(
-        prompt=PAY_CARD_PROMPTS[phrasing].format(period_name=period_name, kind=bill["kind"], last4=bill["last4"]),
+        prompt=prompt,
         checks=[
             FieldEquals(table="bills", where={"id": bill["id"]}, field="status", value="paid", weight=2.0,
                         label=f"{bill['period']} bill paid"),
             RowExists(table="payments", where={"bill_id": bill["id"], "payment_method_id": bill["method_id"],
                                                "amount": bill["amount"]}, count=1, weight=2.0,
                       label=f"paid with the {bill['kind']} ending {bill['last4']}"),
-            diff_only([
+            kit.diff_only([
                 ExpectedChange(table="bills", op="update", where={"id": bill["id"]}, fields=["status", "paid_on"]),
                 ExpectedChange(table="payments", op="insert", where={"bill_id": bill["id"]}),
             ]),
         ],
-        reference_solution=[call("get_bills", status="unpaid"), call("list_payment_methods"),
-                            call("pay_bill", bill_id=bill["id"], payment_method_id=bill["method_id"])],
-        env_variables=env_for(bill, pick_today(rng)),
+        reference_solution=[kit.call("get_bills", status="unpaid"), kit.call("list_payment_methods"),
+                            kit.call("pay_bill", bill_id=bill["id"], payment_method_id=bill["method_id"])],
+        env_variables=kit.env_for(bill, kit.random_day(rng)),
         expected_answer=f"Paid your {period_name} bill of ${bill['amount']} with the {bill['kind']} ending {bill['last4']}.",
         difficulty=2,
         metadata={"phrasing": phrasing, "bill_id": bill["id"], "payment_method_id": bill["method_id"]},
@@ -366,11 +359,11 @@ LOST_WHEN = ("today", "this morning", "an hour ago", "earlier today", "at lunch"
 
 def lost_phone_suspend(rng: random.Random, world: World) -> TaskDraft | None:
     """'My line' (LOGGED_IN_USER, single-line accounts) suspended as lost, dated CURRENT_DATE."""
-    line = pick(rng, lines(world, "l.status = 'active' AND (SELECT COUNT(*) FROM lines o "
+    line = kit.pick(rng, lines(world, "l.status = 'active' AND (SELECT COUNT(*) FROM lines o "
                                   "WHERE o.account_id = l.account_id) = 1"))
     if line is None:
         return None
-    today = pick_today(rng)
+    today = kit.random_day(rng)
     phrasing = rng.randrange(len(LOST_PROMPTS))
     phone = line["phone_number"]
     return TaskDraft(
@@ -382,12 +375,12 @@ def lost_phone_suspend(rng: random.Random, world: World) -> TaskDraft | None:
                         weight=1.0, label="reason: lost or stolen"),
             FieldEquals(table="lines", where={"id": line["id"]}, field="suspended_on", value=today.isoformat(),
                         weight=1.0, label="suspended today"),
-            diff_only([ExpectedChange(table="lines", op="update", where={"id": line["id"]},
+            kit.diff_only([ExpectedChange(table="lines", op="update", where={"id": line["id"]},
                                       fields=["status", "suspension_reason", "suspended_on"]), line_event(line["id"])]),
         ],
-        reference_solution=[call("get_my_account"),
-                            call("suspend_line", phone_number=phone, reason="lost_or_stolen")],
-        env_variables=env_for(line, today),
+        reference_solution=[kit.call("get_my_account"),
+                            kit.call("suspend_line", phone_number=phone, reason="lost_or_stolen")],
+        env_variables=kit.env_for(line, today),
         expected_answer=f"Your line {phone} is suspended as lost or stolen as of {today.isoformat()}.",
         difficulty=2,
         metadata={"phrasing": phrasing, "line_id": line["id"]},
@@ -407,16 +400,16 @@ ROAM_NO_PROMPTS = (
 
 def roaming_not_allowed_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """The line's plan has no roaming: the agent must refuse and change nothing."""
-    line = pick(rng, lines(world, "l.status = 'active' AND p.roaming_allowed = 0"))
+    line = kit.pick(rng, lines(world, "l.status = 'active' AND p.roaming_allowed = 0"))
     if line is None:
         return None
     phrasing = rng.randrange(len(ROAM_NO_PROMPTS))
     return TaskDraft(
         prompt=ROAM_NO_PROMPTS[phrasing].format(phone=line["phone_number"], country=country_name(rng.choice(ABROAD)),
                                                 when=rng.choice(WHEN_TRAVEL)),
-        checks=impossible_checks("enable_roaming"),
-        reference_solution=[call("get_line_details", phone_number=line["phone_number"])],
-        env_variables=env_for(line, pick_today(rng)),
+        checks=kit.impossible_checks("enable_roaming", reply_label="answer mentions cannot"),
+        reference_solution=[kit.call("get_line_details", phone_number=line["phone_number"])],
+        env_variables=kit.env_for(line, kit.random_day(rng)),
         expected_answer=f"I cannot enable roaming on {line['phone_number']}: the {line['plan_name']} plan does not "
                         "include international roaming. Switching to a plan with roaming would allow it.",
         difficulty=2,
@@ -434,16 +427,16 @@ TOPUP_NO_PROMPTS = (
 
 def topup_unlimited_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """Unlimited plans take no top-ups: refuse and change nothing."""
-    line = pick(rng, lines(world, "l.status = 'active' AND p.data_gb IS NULL"))
+    line = kit.pick(rng, lines(world, "l.status = 'active' AND p.data_gb IS NULL"))
     if line is None:
         return None
     gb = rng.choice(sorted(TOPUP_PRICES))
-    phrasing = rng.randrange(len(TOPUP_NO_PROMPTS))
+    phrasing, prompt = kit.phrase(rng, TOPUP_NO_PROMPTS, phone=line["phone_number"], gb=gb)
     return TaskDraft(
-        prompt=TOPUP_NO_PROMPTS[phrasing].format(phone=line["phone_number"], gb=gb),
-        checks=impossible_checks("add_data_topup"),
-        reference_solution=[call("get_line_details", phone_number=line["phone_number"])],
-        env_variables=env_for(line, pick_today(rng)),
+        prompt=prompt,
+        checks=kit.impossible_checks("add_data_topup", reply_label="answer mentions cannot"),
+        reference_solution=[kit.call("get_line_details", phone_number=line["phone_number"])],
+        env_variables=kit.env_for(line, kit.random_day(rng)),
         expected_answer=f"I cannot add a top-up to {line['phone_number']}: it is on {line['plan_name']}, which "
                         "already has unlimited data.",
         difficulty=1,
@@ -462,16 +455,16 @@ LEGACY_PROMPTS = (
 def legacy_plan_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """A legacy plan is closed to switches: refuse and change nothing."""
     legacy = [p for p in plans(world) if not p["available"]]
-    plan = pick(rng, legacy)
-    line = pick(rng, lines(world, "l.status = 'active'"))
+    plan = kit.pick(rng, legacy)
+    line = kit.pick(rng, lines(world, "l.status = 'active'"))
     if plan is None or line is None or line["plan_id"] == plan["id"]:
         return None
-    phrasing = rng.randrange(len(LEGACY_PROMPTS))
+    phrasing, prompt = kit.phrase(rng, LEGACY_PROMPTS, phone=line["phone_number"], plan=plan["name"])
     return TaskDraft(
-        prompt=LEGACY_PROMPTS[phrasing].format(phone=line["phone_number"], plan=plan["name"]),
-        checks=impossible_checks("change_plan"),
-        reference_solution=[call("list_plans")],
-        env_variables=env_for(line, pick_today(rng)),
+        prompt=prompt,
+        checks=kit.impossible_checks("change_plan", reply_label="answer mentions cannot"),
+        reference_solution=[kit.call("list_plans")],
+        env_variables=kit.env_for(line, kit.random_day(rng)),
         expected_answer=f"I cannot switch {line['phone_number']} to {plan['name']}: it is a legacy plan that is "
                         "closed to new switches.",
         difficulty=1,

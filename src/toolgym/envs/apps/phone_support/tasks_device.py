@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.phone_support.rules import (
     DEFAULT_MMSC,
     MMS_PERMISSIONS,
@@ -23,16 +23,7 @@ from toolgym.envs.apps.phone_support.rules import (
     best_network_mode,
     device_status,
 )
-from toolgym.envs.apps.phone_support.task_common import (
-    call,
-    country_name,
-    diff_only,
-    env_for,
-    first_name,
-    line_event,
-    pick,
-    pick_today,
-)
+from toolgym.envs.apps.phone_support.task_common import country_name, first_name, line_event
 from toolgym.envs.apps.phone_support.tasks_account import overdue_bills, pay_and_resume_checks
 from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists, ToolCall, ToolCalled, UserScenario
 
@@ -101,7 +92,7 @@ def dual_draft(
         prompt=opening,
         checks=checks,
         reference_solution=reference,
-        env_variables=env_for(row, pick_today(rng)),
+        env_variables=kit.env_for(row, kit.random_day(rng)),
         expected_answer=answer,
         difficulty=difficulty,
         user_scenario=scenario,
@@ -121,14 +112,14 @@ def _device_fix(row: dict[str, Any], fields: dict[str, Any], label: str) -> list
                     label=f"{label}: {name} = {value}")
         for name, value in fields.items()
     ]
-    checks.append(diff_only([ExpectedChange(table="devices", op="update", where={"id": row["device_id"]},
+    checks.append(kit.diff_only([ExpectedChange(table="devices", op="update", where={"id": row["device_id"]},
                                             fields=sorted(fields))]))
     return checks
 
 
 def _start() -> list[ToolCall]:
     """How a good agent opens: find the account, have the customer look at the phone."""
-    return [call("get_my_account"), call("check_device_status")]
+    return [kit.call("get_my_account"), kit.call("check_device_status")]
 
 
 def _symptom_family(
@@ -138,7 +129,7 @@ def _symptom_family(
     """A family whose whole fix is on the phone: the customer must be told what to change."""
 
     def generate(rng: random.Random, world: World) -> TaskDraft | None:
-        row = pick(rng, faulty_customers(world, fault_where))
+        row = kit.pick(rng, faulty_customers(world, fault_where))
         if row is None or not check_status(status_of(world, row["device_id"])):
             return None
         return dual_draft(
@@ -160,7 +151,7 @@ no_service_airplane = _symptom_family(
         "{first} here: my {model} won't connect to anything {since}. No signal, no data.",
     ),
     symptom="Your phone shows no service: no calls, texts or data.",
-    fix=[call("toggle_airplane_mode", enabled=False)],
+    fix=[kit.call("toggle_airplane_mode", enabled=False)],
     fields={"airplane_mode": 0}, label="airplane mode off", goal=CONNECTED,
     answer="Airplane mode was on; with it off your phone has service and data again.", difficulty=1,
 )
@@ -175,7 +166,7 @@ no_data_switch = _symptom_family(
         "Hello, {first} speaking: no mobile internet on my {model} {since}, though I have bars.",
     ),
     symptom="Calls work but there is no mobile internet.",
-    fix=[call("toggle_mobile_data", enabled=True)],
+    fix=[kit.call("toggle_mobile_data", enabled=True)],
     fields={"mobile_data": 1}, label="mobile data on", goal=ONLINE,
     answer="Mobile data was switched off on the phone; it is on now and the internet works.", difficulty=1,
 )
@@ -190,7 +181,7 @@ no_data_apn = _symptom_family(
         "Hello, {first} speaking. The internet on my {model} is dead {since} even though data is turned on.",
     ),
     symptom="Your phone has signal and mobile data is on, but nothing loads.",
-    fix=[call("view_apn_settings"), call("reset_apn_settings")],
+    fix=[kit.call("view_apn_settings"), kit.call("reset_apn_settings")],
     fields={"apn_name": "fastnet", "apn_mmsc": DEFAULT_MMSC}, label="APN reset", goal=ONLINE,
     answer="The APN settings on your phone were wrong; after resetting them to default the internet works.",
     difficulty=2,
@@ -206,7 +197,7 @@ no_service_sim = _symptom_family(
         "My {model} lost service {since} and complains about the SIM. Can you fix it? - {first}",
     ),
     symptom="Your phone shows no service and says no SIM card is detected.",
-    fix=[call("reseat_sim_card")],
+    fix=[kit.call("reseat_sim_card")],
     fields={"sim_status": "seated"}, label="SIM reseated", goal=CONNECTED,
     answer="The SIM card had come loose; after reseating it your phone has service again.", difficulty=2,
 )
@@ -214,7 +205,7 @@ no_service_sim = _symptom_family(
 
 def slow_network(rng: random.Random, world: World) -> TaskDraft | None:
     """Data works but crawls: the phone is locked to 2G or 3G; the fix is its fastest network mode."""
-    row = pick(rng, faulty_customers(world, "d.network_mode IN ('2g_only', '3g_only')"))
+    row = kit.pick(rng, faulty_customers(world, "d.network_mode IN ('2g_only', '3g_only')"))
     if row is None or status_of(world, row["device_id"])["internet"] != "working":
         return None
     best = best_network_mode(row["supports_5g"])
@@ -229,8 +220,8 @@ def slow_network(rng: random.Random, world: World) -> TaskDraft | None:
         ),
         symptom="Mobile data works but is extremely slow.",
         wish=f"normal fast mobile data ({best_type}).",
-        reference=[*_start(), call("run_speed_test"), call("get_line_details",
-                   phone_number=row["phone_number"]), call("set_network_mode", mode=best)],
+        reference=[*_start(), kit.call("run_speed_test"), kit.call("get_line_details",
+                   phone_number=row["phone_number"]), kit.call("set_network_mode", mode=best)],
         checks=_device_fix(row, {"network_mode": best}, "fastest network mode"),
         goal={"internet": "working", "network_type": best_type},
         fault="slow_network",
@@ -247,7 +238,7 @@ MMS_SUSPECTS = (
 
 def mms_broken(rng: random.Random, world: World) -> TaskDraft | None:
     """Picture messages fail: missing messages-app permissions and/or a wrong MMSC in the APN."""
-    row = pick(rng, faulty_customers(world, MMS_SUSPECTS, (DEFAULT_MMSC,)))
+    row = kit.pick(rng, faulty_customers(world, MMS_SUSPECTS, (DEFAULT_MMSC,)))
     if row is None:
         return None
     status = status_of(world, row["device_id"])
@@ -258,26 +249,26 @@ def mms_broken(rng: random.Random, world: World) -> TaskDraft | None:
         "ORDER BY permission", (row["device_id"],))]
     if not set(denied) <= set(MMS_PERMISSIONS) or (not denied and row["apn_mmsc"] == DEFAULT_MMSC):
         return None
-    fix: list[ToolCall] = [call("view_apn_settings")]
+    fix: list[ToolCall] = [kit.call("view_apn_settings")]
     checks: list[Check] = []
     expected: list[ExpectedChange] = []
     if row["apn_mmsc"] != DEFAULT_MMSC:
-        fix.append(call("reset_apn_settings"))
+        fix.append(kit.call("reset_apn_settings"))
         checks.append(FieldEquals(table="devices", where={"id": row["device_id"]}, field="apn_mmsc",
                                   value=DEFAULT_MMSC, weight=2.0, label="MMSC reset to default"))
         expected.append(ExpectedChange(table="devices", op="update", where={"id": row["device_id"]},
                                        fields=["apn_mmsc", "apn_name"]))
     if denied:
-        fix.append(call("list_app_permissions", app="messages"))
+        fix.append(kit.call("list_app_permissions", app="messages"))
     for permission in denied:
-        fix.append(call("grant_app_permission", app="messages", permission=permission))
+        fix.append(kit.call("grant_app_permission", app="messages", permission=permission))
         checks.append(FieldEquals(table="app_permissions", where={"device_id": row["device_id"], "app": "messages",
                                                                   "permission": permission},
                                   field="granted", value=1, weight=2.0, label=f"messages app has {permission}"))
         expected.append(ExpectedChange(table="app_permissions", op="update",
                                        where={"device_id": row["device_id"], "app": "messages",
                                               "permission": permission}, fields=["granted"]))
-    checks.append(diff_only(expected))
+    checks.append(kit.diff_only(expected))
     causes = ([f"the messages app was missing the {' and '.join(denied)} permission"] if denied else []) + (
         ["the MMS server (MMSC) in the APN settings was wrong"] if row["apn_mmsc"] != DEFAULT_MMSC else [])
     return dual_draft(
@@ -301,7 +292,7 @@ def mms_broken(rng: random.Random, world: World) -> TaskDraft | None:
 
 def roaming_abroad(rng: random.Random, world: World) -> TaskDraft | None:
     """Abroad with no data: roaming must be enabled on the line (agent) AND data roaming on the phone (user)."""
-    row = pick(rng, faulty_customers(world, "d.location_country != 'United States' AND l.roaming_enabled = 0 "
+    row = kit.pick(rng, faulty_customers(world, "d.location_country != 'United States' AND l.roaming_enabled = 0 "
                                             "AND d.data_roaming = 0 AND p.roaming_allowed = 1 AND l.status = 'active'"))
     if row is None:
         return None
@@ -311,7 +302,7 @@ def roaming_abroad(rng: random.Random, world: World) -> TaskDraft | None:
                     label="roaming enabled on the line"),
         FieldEquals(table="devices", where={"id": row["device_id"]}, field="data_roaming", value=1, weight=2.0,
                     label="phone's data roaming on"),
-        diff_only([
+        kit.diff_only([
             ExpectedChange(table="lines", op="update", where={"id": row["id"]}, fields=["roaming_enabled"]),
             line_event(row["id"]),
             ExpectedChange(table="devices", op="update", where={"id": row["device_id"]}, fields=["data_roaming"]),
@@ -327,8 +318,8 @@ def roaming_abroad(rng: random.Random, world: World) -> TaskDraft | None:
         ),
         symptom=f"You are travelling in {place}; your phone shows emergency calls only and no data.",
         wish="calls and mobile data working while abroad.",
-        reference=[*_start(), call("get_line_details", phone_number=phone),
-                   call("enable_roaming", phone_number=phone), call("toggle_data_roaming", enabled=True)],
+        reference=[*_start(), kit.call("get_line_details", phone_number=phone),
+                   kit.call("enable_roaming", phone_number=phone), kit.call("toggle_data_roaming", enabled=True)],
         checks=checks,
         goal=CONNECTED,
         fault="roaming_abroad",
@@ -340,7 +331,7 @@ def roaming_abroad(rng: random.Random, world: World) -> TaskDraft | None:
 
 def suspended_unpaid(rng: random.Random, world: World) -> TaskDraft | None:
     """No service because the line is suspended for non-payment: pay every overdue bill, then resume."""
-    row = pick(rng, faulty_customers(world, "l.status = 'suspended' AND l.suspension_reason = 'unpaid_bill'"))
+    row = kit.pick(rng, faulty_customers(world, "l.status = 'suspended' AND l.suspension_reason = 'unpaid_bill'"))
     if row is None:
         return None
     draft = dual_draft(
@@ -365,9 +356,9 @@ def suspended_unpaid(rng: random.Random, world: World) -> TaskDraft | None:
     if not bills:
         return None
     phone = row["phone_number"]
-    draft.reference_solution = [*_start(), call("get_line_details", phone_number=phone),
-                                call("get_bills", status="unpaid"), *[call("pay_bill", bill_id=b["id"]) for b in bills],
-                                call("resume_line", phone_number=phone)]
+    draft.reference_solution = [*_start(), kit.call("get_line_details", phone_number=phone),
+                                kit.call("get_bills", status="unpaid"), *[kit.call("pay_bill", bill_id=b["id"]) for b in bills],
+                                kit.call("resume_line", phone_number=phone)]
     draft.checks = pay_and_resume_checks(world, row, bills)
     draft.expected_answer = (f"Your line was suspended for {len(bills)} overdue bill(s); they are paid "
                              f"(${sum(b['amount'] for b in bills)}) and {phone} is active again.")
@@ -376,7 +367,7 @@ def suspended_unpaid(rng: random.Random, world: World) -> TaskDraft | None:
 
 def data_exhausted_topup(rng: random.Random, world: World) -> TaskDraft | None:
     """Data blocked at the cap: the customer wants a top-up of a size they name when asked."""
-    row = pick(rng, faulty_customers(world, "p.data_gb IS NOT NULL AND l.data_used_gb >= p.data_gb + l.topup_gb "
+    row = kit.pick(rng, faulty_customers(world, "p.data_gb IS NOT NULL AND l.data_used_gb >= p.data_gb + l.topup_gb "
                                             "AND l.status = 'active'"))
     if row is None or not status_of(world, row["device_id"])["internet"].startswith("blocked"):
         return None
@@ -388,7 +379,7 @@ def data_exhausted_topup(rng: random.Random, world: World) -> TaskDraft | None:
                   count=1 + int(topups["n"] if topups else 0), weight=2.0, label=f"{gb} GB top-up bought"),
         FieldEquals(table="lines", where={"id": row["id"]}, field="topup_gb", value=row["topup_gb"] + gb, weight=2.0,
                     label="allowance raised"),
-        diff_only([
+        kit.diff_only([
             ExpectedChange(table="data_topups", op="insert", where={"line_id": row["id"], "gb": gb}),
             ExpectedChange(table="lines", op="update", where={"id": row["id"]}, fields=["topup_gb"]),
             line_event(row["id"]),
@@ -404,8 +395,8 @@ def data_exhausted_topup(rng: random.Random, world: World) -> TaskDraft | None:
         ),
         symptom="Mobile data is blocked: you used up this month's allowance.",
         wish=f"data working again with a {gb} GB top-up; you do not want to change your plan.",
-        reference=[*_start(), call("get_line_details", phone_number=phone),
-                   call("add_data_topup", phone_number=phone, gb=gb)],
+        reference=[*_start(), kit.call("get_line_details", phone_number=phone),
+                   kit.call("add_data_topup", phone_number=phone, gb=gb)],
         checks=checks,
         goal=ONLINE,
         fault="data_exhausted",
@@ -418,7 +409,7 @@ def data_exhausted_topup(rng: random.Random, world: World) -> TaskDraft | None:
 
 def sim_damaged_transfer(rng: random.Random, world: World) -> TaskDraft | None:
     """A damaged SIM: reseating does not help, so the right end is a transfer to a human technician."""
-    row = pick(rng, faulty_customers(world, "d.sim_status = 'damaged'"))
+    row = kit.pick(rng, faulty_customers(world, "d.sim_status = 'damaged'"))
     if row is None:
         return None
     draft = dual_draft(
@@ -442,14 +433,14 @@ def sim_damaged_transfer(rng: random.Random, world: World) -> TaskDraft | None:
     today = draft.env_variables["CURRENT_DATE"]
     phone = row["phone_number"]
     draft.reference_solution = [
-        *_start(), call("reseat_sim_card"),
-        call("transfer_to_human_agent", phone_number=phone,
+        *_start(), kit.call("reseat_sim_card"),
+        kit.call("transfer_to_human_agent", phone_number=phone,
              summary="SIM card error on the customer's phone; reseating the SIM did not help. Needs a new SIM."),
     ]
     draft.checks = [
         RowExists(table="escalations", where={"line_id": row["id"], "created_on": today}, count=1, weight=3.0,
                   label="transferred to a human agent"),
         ToolCalled(name="reseat_sim_card", weight=1.0, label="the customer was asked to reseat the SIM first"),
-        diff_only([ExpectedChange(table="escalations", op="insert", where={"line_id": row["id"]})]),
+        kit.diff_only([ExpectedChange(table="escalations", op="insert", where={"line_id": row["id"]})]),
     ]
     return draft

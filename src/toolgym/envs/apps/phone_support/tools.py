@@ -2,7 +2,7 @@
 
 The agent is the carrier's support agent talking to the logged-in customer (LOGGED_IN_USER); it can
 see and change the account but never the phone's settings, which only the user's device tools
-(`device_tools.py`, owner "user") touch. Every rule is checked here and a broken rule comes back as
+(`tools_device.py`, owner "user") touch. Every rule is checked here and a broken rule comes back as
 a ToolError that says what was wrong and what is allowed. Dates come from CURRENT_DATE.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from toolgym.envs import ToolContext, ToolError, tool
+from toolgym.envs import ToolContext, ToolError, kit, tool
 from toolgym.envs.apps.phone_support.rules import (
     SUSPEND_REASONS,
     TOPUP_PRICES,
@@ -24,6 +24,13 @@ MAX_BILLS = 12
 
 
 # ---------------------------------------------------------------- shared lookups
+
+
+def _card(ctx: ToolContext, account_id: int, payment_method_id: int | None) -> dict[str, Any]:
+    """The named payment method of the account (unexpired) or its default one."""
+    return kit.payment_method(ctx, ("account_id", account_id), payment_method_id,
+                              no_default="the account has no default payment method; name a payment_method_id",
+                              not_found="no payment method {id} on this account; see list_payment_methods")
 
 
 def my_account(ctx: ToolContext) -> dict[str, Any]:
@@ -64,24 +71,6 @@ def _require_active(line: dict[str, Any], action: str) -> None:
         raise ToolError(
             f"line {line['phone_number']} is suspended ({line['suspension_reason']}); {action} needs an active line"
         )
-
-
-def _default_method(ctx: ToolContext, account_id: int, payment_method_id: int | None) -> dict[str, Any]:
-    """The named payment method (must be the account's and unexpired) or the account's default one."""
-    if payment_method_id is None:
-        row = ctx.one("SELECT * FROM payment_methods WHERE account_id = ? AND is_default = 1", (account_id,))
-        if row is None:
-            raise ToolError("the account has no default payment method; name a payment_method_id")
-    else:
-        row = ctx.one("SELECT * FROM payment_methods WHERE id = ? AND account_id = ?", (payment_method_id, account_id))
-        if row is None:
-            raise ToolError(
-                f"argument 'payment_method_id': no payment method {payment_method_id} on this account; "
-                "see list_payment_methods"
-            )
-    if row["expires"] < ctx.env.today.isoformat()[:7]:
-        raise ToolError(f"payment method {row['id']} ({row['kind']} ending {row['last4']}) expired in {row['expires']}")
-    return row
 
 
 def _event(ctx: ToolContext, line_id: int, kind: str, detail: str) -> None:
@@ -256,7 +245,7 @@ def add_data_topup(ctx: ToolContext, phone_number: str, gb: int, payment_method_
     _require_active(line, "a data top-up")
     if line["data_gb"] is None:
         raise ToolError(f"{line['plan_name']} already has unlimited data; top-ups are only for capped plans")
-    method = _default_method(ctx, line["account_id"], payment_method_id)
+    method = _card(ctx, line["account_id"], payment_method_id)
     price = TOPUP_PRICES[gb]
     ctx.db.execute(
         "INSERT INTO data_topups (line_id, gb, price, payment_method_id, purchased_on) VALUES (?, ?, ?, ?, ?)",
@@ -376,7 +365,7 @@ def pay_bill(ctx: ToolContext, bill_id: int, payment_method_id: int | None = Non
         raise ToolError(f"argument 'bill_id': no bill {bill_id} on your account; see get_bills")
     if bill["status"] == "paid":
         raise ToolError(f"bill {bill_id} ({bill['period']}) was already paid on {bill['paid_on']}")
-    method = _default_method(ctx, account["id"], payment_method_id)
+    method = _card(ctx, account["id"], payment_method_id)
     today = ctx.env.today.isoformat()
     cur = ctx.db.execute(
         "INSERT INTO payments (reference, account_id, bill_id, payment_method_id, amount, paid_on) "

@@ -2,33 +2,23 @@
 
 from __future__ import annotations
 
-import random
-import sqlite3
-from pathlib import Path
-
-from faker import Faker
-
-from toolgym.envs import App, TaskFamily
+from toolgym.envs import kit
 from toolgym.envs.apps.tickets.data import seed_tickets
 from toolgym.envs.apps.tickets.schema import SCHEMA
 from toolgym.envs.apps.tickets.tasks import FAMILIES
 from toolgym.envs.apps.tickets.tools import TOOLS
 
 
-class TicketsApp(App):
+class TicketsApp(kit.PackagedApp):
     """Invented performers touring eight cities' venues, priced sections, and the shared population's orders."""
 
     name = "tickets"
     version = "1.0.0"
     schema = SCHEMA
-    policy = (Path(__file__).parent / "policy.md").read_text(encoding="utf-8")
+    policy = kit.read_policy(__file__)
     tools = TOOLS
-
-    def seed(self, db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
-        seed_tickets(db, fake, rng)
-
-    def task_families(self) -> list[TaskFamily]:
-        return list(FAMILIES)
+    families = FAMILIES
+    seed_data = staticmethod(seed_tickets)
 
 
 APP = TicketsApp()

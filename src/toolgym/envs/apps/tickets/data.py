@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from faker import Faker
 
+from toolgym.envs import kit
 from toolgym.envs.apps.tickets.rules import order_code, seat_at, transfer_code
-from toolgym.envs.people import population
 
 SEASON_START = dt.date(2026, 3, 2)
 SEASON_END = dt.date(2026, 9, 27)
@@ -118,29 +118,14 @@ BASE_PRICE = {"concert": 62, "sports": 38, "theater": 74, "comedy": 36, "family"
 
 def seed_tickets(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
     """Fill every table; the order of draws is fixed, so the result is a pure function of the seeds."""
-    previous_factory = db.row_factory
-    db.row_factory = sqlite3.Row  # rows by column name while seeding; restored for the caller
-    try:
-        user_ids = _seed_users(db)
+    with kit.named_rows(db):
+        user_ids = kit.insert_population(db)
         _seed_venues(db, fake)
         _seed_performers(db)
         _seed_events(db, rng)
         active = sorted(rng.sample(user_ids, ACTIVE_USERS))
-        cards = _seed_payment_methods(db, rng, active)
+        cards = kit.insert_cards(db, rng, active, second_card=0.4)
         _seed_orders(db, rng, active, cards, user_ids)
-    finally:
-        db.row_factory = previous_factory
-
-
-def _seed_users(db: sqlite3.Connection) -> list[int]:
-    ids = []
-    for index, person in enumerate(population(), start=1):
-        db.execute(
-            "INSERT INTO users(id, username, name, email, phone, home_city) VALUES (?, ?, ?, ?, ?, ?)",
-            (index, person.username, person.name, person.email, person.phone, person.city),
-        )
-        ids.append(index)
-    return ids
 
 
 def _seed_venues(db: sqlite3.Connection, fake: Faker) -> None:
@@ -189,16 +174,12 @@ class _Calendar:
         self.busy.update((k, day) for k in keys)
 
 
-def _random_day(rng: random.Random, start: dt.date = SEASON_START, end: dt.date = SEASON_END) -> dt.date:
-    return start + dt.timedelta(days=rng.randint(0, (end - start).days))
-
-
 def _place(
     rng: random.Random, calendar: _Calendar, keys: list[str], first: dt.date | None = None
 ) -> dt.date | None:
     """A day on which every key (venue, performer, teams) is free, or None after a few tries."""
     for _ in range(40):
-        day = first if first is not None else _random_day(rng)
+        day = first if first is not None else kit.random_day(rng, SEASON_START, SEASON_END)
         if calendar.free(keys, day):
             calendar.take(keys, day)
             return day
@@ -245,7 +226,7 @@ def _plan_events(rng: random.Random) -> list[_Planned]:
 
     for show, _genre in SHOWS:
         for venue in rng.sample(venues_by_kind["theater"], rng.randint(1, 2)):
-            run_start = _random_day(rng, SEASON_START, SEASON_END - dt.timedelta(days=30))
+            run_start = kit.random_day(rng, SEASON_START, SEASON_END - dt.timedelta(days=30))
             for offset in sorted(rng.sample(range(0, 28), rng.randint(3, 5))):
                 day = _place(rng, calendar, [venue.name, show], run_start + dt.timedelta(days=offset))
                 if day is None or day > SEASON_END:
@@ -314,31 +295,6 @@ def _seed_events(db: sqlite3.Connection, rng: random.Random) -> None:
             )
         if status == "on_sale" and total_left == 0:
             db.execute("UPDATE events SET status='sold_out' WHERE id=?", (cur.lastrowid,))
-
-
-def _seed_payment_methods(db: sqlite3.Connection, rng: random.Random, active: list[int]) -> dict[int, int]:
-    """Every active user gets a valid default card; some also carry a second or an expired one."""
-    default_card: dict[int, int] = {}
-    kinds = ["visa", "mastercard", "amex", "paypal"]
-    for user_id in active:
-        cur = db.execute(
-            "INSERT INTO payment_methods(user_id, kind, last4, expires, is_default) VALUES (?, ?, ?, ?, 1)",
-            (user_id, rng.choice(kinds), f"{rng.randint(0, 9999):04d}",
-             f"{rng.randint(2027, 2031)}-{rng.randint(1, 12):02d}"),
-        )
-        default_card[user_id] = int(cur.lastrowid)
-        if rng.random() < 0.4:
-            db.execute(
-                "INSERT INTO payment_methods(user_id, kind, last4, expires, is_default) VALUES (?, ?, ?, ?, 0)",
-                (user_id, rng.choice(kinds), f"{rng.randint(0, 9999):04d}",
-                 f"{rng.randint(2027, 2030)}-{rng.randint(1, 12):02d}"),
-            )
-        if rng.random() < 0.15:
-            db.execute(
-                "INSERT INTO payment_methods(user_id, kind, last4, expires, is_default) VALUES (?, ?, ?, ?, 0)",
-                (user_id, rng.choice(kinds[:3]), f"{rng.randint(0, 9999):04d}", f"2025-{rng.randint(1, 12):02d}"),
-            )
-    return default_card
 
 
 @dataclass

@@ -7,26 +7,11 @@ counter alone. A ticket's `holder_id` is whoever holds it now: the buyer, or the
 accepted transfer.
 """
 
-SCHEMA = """
-CREATE TABLE users (
-    id INTEGER PRIMARY KEY,
-    username TEXT NOT NULL UNIQUE,
-    name TEXT NOT NULL,
-    email TEXT NOT NULL,
-    phone TEXT NOT NULL,
-    home_city TEXT NOT NULL
-);
+from toolgym.envs import kit
 
-CREATE TABLE payment_methods (
-    id INTEGER PRIMARY KEY,
-    user_id INTEGER NOT NULL REFERENCES users(id),
-    kind TEXT NOT NULL CHECK (kind IN ('visa', 'mastercard', 'amex', 'paypal')),
-    last4 TEXT NOT NULL,
-    expires TEXT NOT NULL,
-    is_default INTEGER NOT NULL DEFAULT 0 CHECK (is_default IN (0, 1))
-);
-CREATE INDEX idx_payment_methods_user ON payment_methods(user_id);
-
+SCHEMA = f"""
+{kit.POPULATION_USERS_TABLE}
+{kit.CARDS_TABLE}
 CREATE TABLE venues (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,

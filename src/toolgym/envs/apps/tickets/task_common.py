@@ -12,11 +12,7 @@ import datetime as dt
 import random
 from typing import Any
 
-from toolgym.envs import World
-from toolgym.envs.app import answer_has as answer_has  # re-exported: the check builders apps share
-from toolgym.envs.app import diff_only as diff_only
-from toolgym.envs.app import impossible_checks as impossible_checks
-from toolgym.envs.app import lookup_checks as lookup_checks
+from toolgym.envs import World, kit
 from toolgym.envs.apps.tickets.rules import (
     EVENT_COLUMNS,
     EVENT_JOINS,
@@ -26,50 +22,14 @@ from toolgym.envs.apps.tickets.rules import (
     transfer_code,
 )
 from toolgym.envs.context import resolve_date
-from toolgym.schema import (
-    Check,
-    ExpectedChange,
-    FieldEquals,
-    RowExists,
-    ToolCall,
-)
+from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
 
-FIRST_DAY = dt.date(2026, 4, 1)  # range of CURRENT_DATE in tasks
-LAST_DAY = dt.date(2026, 8, 31)
 NOUN = {"concert": "show", "sports": "game", "theater": "performance", "comedy": "show", "family": "show"}
 KIND = {"concert": "concert", "sports": "game", "theater": "theater show", "comedy": "comedy show",
         "family": "family show"}
 KIND_PLURAL = {"concert": "concerts", "sports": "games", "theater": "theater shows", "comedy": "comedy shows",
                "family": "family shows"}
 NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
-
-
-def iso(day: dt.date) -> str:
-    return day.isoformat()
-
-
-def day_of(text: str) -> dt.date:
-    return dt.date.fromisoformat(text)
-
-
-def human_date(text: str) -> str:
-    """'2026-05-03' -> 'Sunday, May 3': some prompts say dates the way people do."""
-    day = day_of(text)
-    return f"{day.strftime('%A')}, {day.strftime('%B')} {day.day}"
-
-
-def pick_today(rng: random.Random, before: dt.date, lead_days: int = 45, earliest: dt.date | None = None
-               ) -> dt.date | None:
-    """A CURRENT_DATE in the task range, 1..lead_days days before `before` (and not before `earliest`)."""
-    low = max(FIRST_DAY, before - dt.timedelta(days=lead_days), earliest or FIRST_DAY)
-    high = min(LAST_DAY, before - dt.timedelta(days=1))
-    if low > high:
-        return None
-    return low + dt.timedelta(days=rng.randint(0, (high - low).days))
-
-
-def random_today(rng: random.Random) -> dt.date:
-    return FIRST_DAY + dt.timedelta(days=rng.randint(0, (LAST_DAY - FIRST_DAY).days))
 
 
 def buyers(world: World) -> list[dict[str, Any]]:
@@ -79,30 +39,16 @@ def buyers(world: World) -> list[dict[str, Any]]:
         "AND p.is_default = 1 WHERE EXISTS (SELECT 1 FROM orders o WHERE o.user_id = u.id) ORDER BY u.id")
 
 
-def pick(rng: random.Random, rows: list[Any]) -> Any:
-    return rows[rng.randrange(len(rows))]
-
-
-def user_by_id(world: World, user_id: int) -> dict[str, Any]:
-    row = world.one("SELECT id, username, name FROM users WHERE id=?", (user_id,))
-    assert row is not None, f"no user {user_id}"
-    return row
-
-
 def other_users(world: World, not_ids: list[int]) -> list[dict[str, Any]]:
     """Possible ticket recipients: anyone in the population but the given users."""
     marks = ", ".join("?" for _ in not_ids)
     return world.query(f"SELECT id, username, name FROM users WHERE id NOT IN ({marks}) ORDER BY id", not_ids)
 
 
-def env_for(user: dict[str, Any], today: dt.date) -> dict[str, str]:
-    return {"CURRENT_DATE": iso(today), "LOGGED_IN_USER": user["username"], "LOGGED_IN_NAME": user["name"]}
-
-
 def pick_event(rng: random.Random, world: World, first: str, last: str, status: str) -> dict[str, Any]:
     """A random event of one status between two days, as search_events describes it."""
     ids = world.query("SELECT id FROM events WHERE date BETWEEN ? AND ? AND status=? ORDER BY id", (first, last, status))
-    row = world.one(f"SELECT {EVENT_COLUMNS} {EVENT_JOINS} WHERE e.id=?", (pick(rng, ids)["id"],))
+    row = world.one(f"SELECT {EVENT_COLUMNS} {EVENT_JOINS} WHERE e.id=?", (rng.choice(ids)["id"],))
     assert row is not None
     return row
 
@@ -122,33 +68,15 @@ def seats_left_after(world: World, event_id: int, taken: int) -> int:
     return int(row["n"]) - taken
 
 
-def next_rowid(world: World, table: str, offset: int = 1) -> int:
-    return int(world.one(f"SELECT COALESCE(MAX(id), 0) AS n FROM {table}")["n"]) + offset  # type: ignore[index]
-
-
 def next_order(world: World, offset: int = 1) -> tuple[int, str]:
     """Rowid and code of the `offset`-th order created in a fresh episode."""
-    rowid = next_rowid(world, "orders", offset)
+    rowid = kit.next_id(world, "orders", offset)
     return rowid, order_code(rowid)
 
 
 def next_transfer(world: World, offset: int = 1) -> tuple[int, str]:
-    rowid = next_rowid(world, "transfers", offset)
+    rowid = kit.next_id(world, "transfers", offset)
     return rowid, transfer_code(rowid)
-
-
-def default_card(world: World, user_id: int) -> int:
-    row = world.one("SELECT id FROM payment_methods WHERE user_id=? AND is_default=1 ORDER BY id LIMIT 1", (user_id,))
-    assert row is not None, f"user {user_id} has no default payment method"
-    return int(row["id"])
-
-
-def call(name: str, **arguments: Any) -> ToolCall:
-    return ToolCall(name=name, arguments=arguments)
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def relative_day(rng: random.Random, day: dt.date) -> tuple[str, str, dt.date] | None:
@@ -163,7 +91,7 @@ def relative_day(rng: random.Random, day: dt.date) -> tuple[str, str, dt.date] |
         phrase, argument, today = f"this {weekday}", weekday, day - dt.timedelta(days=rng.randint(1, 6))
     else:
         phrase, argument, today = f"next {weekday}", f"next {weekday}", day - dt.timedelta(days=rng.randint(1, 7))
-    if not FIRST_DAY <= today <= LAST_DAY:
+    if not kit.FIRST_DAY <= today <= kit.LAST_DAY:
         return None
     assert resolve_date(argument, today) == day
     return phrase, argument, today
@@ -183,11 +111,11 @@ def purchase_checks(
         where["payment_method_id"] = payment_method_id
     checks: list[Check] = [
         RowExists(table="orders", where=where, count=1, weight=weight,
-                  label=f"bought {plural(quantity, 'ticket')} in {section['name']} of event {event_id}"),
+                  label=f"bought {kit.plural(quantity, 'ticket')} in {section['name']} of event {event_id}"),
         FieldEquals(table="sections", where={"id": section["id"]}, field="seats_available",
                     value=section["seats_available"] - quantity, weight=1.0, label="seats taken from the section"),
         RowExists(table="tickets", where={"order_id": order_id, "section_id": section["id"], "holder_id": user_id},
-                  count=quantity, weight=1.0, label=f"{plural(quantity, 'ticket')} issued to the buyer"),
+                  count=quantity, weight=1.0, label=f"{kit.plural(quantity, 'ticket')} issued to the buyer"),
     ]
     expected = [
         ExpectedChange(table="orders", op="insert", where={"user_id": user_id, "event_id": event_id}),
@@ -204,7 +132,7 @@ def transfer_checks(
     checks: list[Check] = [
         RowExists(table="transfers", where={"order_id": order_id, "from_user_id": from_id, "to_user_id": to_user["id"],
                                             "ticket_count": count, "status": "pending"}, count=1, weight=weight,
-                  label=f"{plural(count, 'ticket')} sent to {to_user['username']}"),
+                  label=f"{kit.plural(count, 'ticket')} sent to {to_user['username']}"),
         RowExists(table="tickets", where={"order_id": order_id, "transfer_id": transfer_id,
                                           "status": "transfer_pending"},
                   count=count, weight=1.0, label="the sent tickets are pending transfer"),

@@ -6,29 +6,18 @@ import datetime as dt
 import random
 from typing import Any
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.tickets.rules import cheapest_section, find_events, next_seats
 from toolgym.envs.apps.tickets.task_common import (
     KIND,
     NOUN,
     NUMBER_WORDS,
-    answer_has,
     buyers,
-    call,
-    day_of,
-    diff_only,
-    env_for,
-    human_date,
-    iso,
     next_order,
     next_transfer,
     only_event,
     other_users,
-    pick,
     pick_event,
-    pick_today,
-    plural,
-    random_today,
     relative_day,
     seats_left_after,
     sections_of,
@@ -45,7 +34,7 @@ def _event_and_today(rng: random.Random, world: World) -> tuple[dict[str, Any], 
     event = pick_event(rng, world, "2026-04-02", "2026-09-30", "on_sale")
     if not only_event(world, event["performer"], event["date"]):
         return None
-    today = pick_today(rng, day_of(event["date"]))
+    today = kit.today_before(rng, kit.day_of(event["date"]))
     return (event, today) if today is not None else None
 
 
@@ -54,7 +43,7 @@ def _seat_text(section: dict[str, Any], quantity: int) -> str:
 
 
 def _party(count: int) -> str:
-    return plural(count, "ticket")
+    return kit.plural(count, "ticket")
 
 
 BUY_SECTION = (
@@ -75,37 +64,37 @@ def buy_section_tickets(rng: random.Random, world: World) -> TaskDraft | None:
     fits = [s for s in sections_of(world, event["event_id"]) if s["seats_available"] >= quantity]
     if quantity > event["max_per_order"] or not fits or seats_left_after(world, event["event_id"], quantity) <= 0:
         return None
-    section = pick(rng, fits)
-    user = pick(rng, buyers(world))
+    section = rng.choice(fits)
+    user = rng.choice(buyers(world))
     card: dict[str, Any] | None = None
     pay = ""
     if rng.random() < 0.3:
         cards = world.query("SELECT * FROM payment_methods WHERE user_id=? ORDER BY id", (user["id"],))
-        usable = [c for c in cards if not c["is_default"] and c["expires"] >= iso(today)[:7]
+        usable = [c for c in cards if not c["is_default"] and c["expires"] >= kit.iso(today)[:7]
                   and sum(1 for o in cards if (o["kind"], o["last4"]) == (c["kind"], c["last4"])) == 1]
         if not usable:
             return None
-        card = pick(rng, usable)
+        card = rng.choice(usable)
         pay = f", paying with my {CARD_NAMES[card['kind']]} ending in {card['last4']}"
-    phrasing = rng.randrange(len(BUY_SECTION))
-    prompt = BUY_SECTION[phrasing].format(
-        tickets=_party(quantity), section=section["name"], performer=event["performer"], date=event["date"],
-        title=event["title"], venue=event["venue"], human=human_date(event["date"]), city=event["city"], pay=pay)
+    phrasing, prompt = kit.phrase(
+        rng, BUY_SECTION, tickets=_party(quantity), section=section["name"], performer=event["performer"],
+        date=event["date"], title=event["title"], venue=event["venue"],
+        human=kit.human_date(event["date"], weekday=True), city=event["city"], pay=pay)
     order_id, code = next_order(world)
     checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id,
                                         card["id"] if card else None)
     buy_args: dict[str, Any] = {"event_id": event["event_id"], "section": section["name"], "quantity": quantity}
-    solution = [call("search_events", performer=event["performer"], date=event["date"]),
-                call("get_seat_map", event_id=event["event_id"])]
+    solution = [kit.call("search_events", performer=event["performer"], date=event["date"]),
+                kit.call("get_seat_map", event_id=event["event_id"])]
     if card is not None:
-        solution.append(call("list_my_ticket_payment_methods"))
+        solution.append(kit.call("list_my_ticket_payment_methods"))
         buy_args["payment_method_id"] = card["id"]
-    solution.append(call("buy_tickets", **buy_args))
+    solution.append(kit.call("buy_tickets", **buy_args))
     return TaskDraft(
         prompt=prompt,
-        checks=[*checks, diff_only(expected), answer_has([code], label="answer gives the order code")],
+        checks=[*checks, kit.diff_only(expected), kit.answer_has([code], label="answer gives the order code")],
         reference_solution=solution,
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"Bought {_party(quantity)} in {section['name']} for {event['title']} on {event['date']} "
                          f"({_seat_text(section, quantity)}), ${section['price'] * quantity} in total. "
                          f"Order code: {code}."),
@@ -128,12 +117,12 @@ EARLIEST_UNDER_BUDGET = (
 def earliest_show_under_budget(rng: random.Random, world: World) -> TaskDraft | None:
     """Scan a performer's upcoming shows in date order; buy the cheapest fitting section of the first one
     whose seats fit the per-ticket budget (cancelled, sold-out and too-expensive shows are skipped)."""
-    performer = pick(rng, world.query("SELECT name, category FROM performers ORDER BY id"))
-    today = random_today(rng)
+    performer = rng.choice(world.query("SELECT name, category FROM performers ORDER BY id"))
+    today = kit.random_day(rng)
     quantity = rng.choices([2, 3, 4], weights=[4, 2, 2])[0]
-    upcoming = find_events(world, performer=performer["name"], date_from=iso(today + dt.timedelta(days=1)))
+    upcoming = find_events(world, performer=performer["name"], date_from=kit.iso(today + dt.timedelta(days=1)))
     if len(upcoming) < 2 or len(upcoming) > 15 or find_events(
-            world, performer=performer["name"], date_from=iso(today), date_to=iso(today)):
+            world, performer=performer["name"], date_from=kit.iso(today), date_to=kit.iso(today)):
         return None
     best: list[dict[str, Any] | None] = []
     for event in upcoming:
@@ -147,7 +136,7 @@ def earliest_show_under_budget(rng: random.Random, world: World) -> TaskDraft | 
     if not valid:
         return None
     later = [v for v in valid if v[0] > 0]
-    index, ceiling = pick(rng, later if later and rng.random() < 0.6 else valid)
+    index, ceiling = rng.choice(later if later and rng.random() < 0.6 else valid)
     event, section = upcoming[index], best[index]
     assert section is not None
     budget = section["price"] + rng.randint(0, ceiling - section["price"])
@@ -155,21 +144,20 @@ def earliest_show_under_budget(rng: random.Random, world: World) -> TaskDraft | 
         budget = budget // 5 * 5
     if seats_left_after(world, event["event_id"], quantity) <= 0:
         return None
-    user = pick(rng, buyers(world))
-    phrasing = rng.randrange(len(EARLIEST_UNDER_BUDGET))
-    prompt = EARLIEST_UNDER_BUDGET[phrasing].format(
-        tickets=_party(quantity), performer=performer["name"], noun=NOUN[performer["category"]], budget=budget,
-        count=quantity)
+    user = rng.choice(buyers(world))
+    phrasing, prompt = kit.phrase(
+        rng, EARLIEST_UNDER_BUDGET, tickets=_party(quantity), performer=performer["name"],
+        noun=NOUN[performer["category"]], budget=budget, count=quantity)
     order_id, code = next_order(world)
     checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id)
-    looked = [call("get_seat_map", event_id=e["event_id"]) for e in upcoming[:index + 1] if e["status"] == "on_sale"]
+    looked = [kit.call("get_seat_map", event_id=e["event_id"]) for e in upcoming[:index + 1] if e["status"] == "on_sale"]
     return TaskDraft(
         prompt=prompt,
-        checks=[*checks, diff_only(expected), answer_has([code], label="answer gives the order code")],
-        reference_solution=[call("search_events", performer=performer["name"]), *looked,
-                            call("buy_tickets", event_id=event["event_id"], section=section["name"],
+        checks=[*checks, kit.diff_only(expected), kit.answer_has([code], label="answer gives the order code")],
+        reference_solution=[kit.call("search_events", performer=performer["name"]), *looked,
+                            kit.call("buy_tickets", event_id=event["event_id"], section=section["name"],
                                  quantity=quantity)],
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"The earliest {performer['name']} {NOUN[performer['category']]} within ${budget} per ticket "
                          f"is {event['title']} on {event['date']} at {event['venue']}. Bought {_party(quantity)} in "
                          f"{section['name']} at ${section['price']} each (${section['price'] * quantity} total). "
@@ -211,21 +199,21 @@ def best_section_within_budget(rng: random.Random, world: World) -> TaskDraft | 
         return None
     skipped = [s for s in sections if s["seats_available"] < quantity and section["price"] < s["price"]
                and s["price"] * quantity <= total]
-    user = pick(rng, buyers(world))
-    phrasing = rng.randrange(len(BEST_WITHIN_BUDGET))
-    prompt = BEST_WITHIN_BUDGET[phrasing].format(
-        total=total, tickets=_party(quantity), count=quantity, performer=event["performer"], date=event["date"],
-        title=event["title"], human=human_date(event["date"]), venue=event["venue"])
+    user = rng.choice(buyers(world))
+    phrasing, prompt = kit.phrase(
+        rng, BEST_WITHIN_BUDGET, total=total, tickets=_party(quantity), count=quantity,
+        performer=event["performer"], date=event["date"], title=event["title"],
+        human=kit.human_date(event["date"], weekday=True), venue=event["venue"])
     order_id, code = next_order(world)
     checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id)
     return TaskDraft(
         prompt=prompt,
-        checks=[*checks, diff_only(expected), answer_has([code], label="answer gives the order code")],
-        reference_solution=[call("search_events", performer=event["performer"], date=event["date"]),
-                            call("get_seat_map", event_id=event["event_id"]),
-                            call("buy_tickets", event_id=event["event_id"], section=section["name"],
+        checks=[*checks, kit.diff_only(expected), kit.answer_has([code], label="answer gives the order code")],
+        reference_solution=[kit.call("search_events", performer=event["performer"], date=event["date"]),
+                            kit.call("get_seat_map", event_id=event["event_id"]),
+                            kit.call("buy_tickets", event_id=event["event_id"], section=section["name"],
                                  quantity=quantity)],
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"Bought {_party(quantity)} in {section['name']} (${section['price']} each, "
                          f"${section['price'] * quantity} of your ${total}) for {event['title']} on {event['date']}. "
                          f"Order code: {code}."),
@@ -261,11 +249,11 @@ def buy_and_transfer(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     if seats_left_after(world, event["event_id"], quantity) <= 0:
         return None
-    user = pick(rng, buyers(world))
-    friend = pick(rng, other_users(world, [user["id"]]))
+    user = rng.choice(buyers(world))
+    friend = rng.choice(other_users(world, [user["id"]]))
     prompt = BUY_AND_TRANSFER[phrasing].format(
         tickets=_party(quantity), count=quantity, performer=event["performer"], date=event["date"],
-        title=event["title"], human=human_date(event["date"]), give=give, friend=friend["username"],
+        title=event["title"], human=kit.human_date(event["date"], weekday=True), give=give, friend=friend["username"],
         friend_name=friend["name"])
     order_id, code = next_order(world)
     transfer_id, transfer = next_transfer(world)
@@ -273,15 +261,15 @@ def buy_and_transfer(rng: random.Random, world: World) -> TaskDraft | None:
     sent_checks, sent_expected = transfer_checks(order_id, user["id"], friend, give, transfer_id)
     return TaskDraft(
         prompt=prompt,
-        checks=[*checks, *sent_checks, diff_only(expected + sent_expected),
-                answer_has([code, transfer], label="answer gives the order and transfer codes")],
+        checks=[*checks, *sent_checks, kit.diff_only(expected + sent_expected),
+                kit.answer_has([code, transfer], label="answer gives the order and transfer codes")],
         reference_solution=[
-            call("search_events", performer=event["performer"], date=event["date"]),
-            call("get_seat_map", event_id=event["event_id"]),
-            call("buy_tickets", event_id=event["event_id"], section=section["name"], quantity=quantity),
-            call("transfer_tickets", order_code=code, to_username=friend["username"], quantity=give),
+            kit.call("search_events", performer=event["performer"], date=event["date"]),
+            kit.call("get_seat_map", event_id=event["event_id"]),
+            kit.call("buy_tickets", event_id=event["event_id"], section=section["name"], quantity=quantity),
+            kit.call("transfer_tickets", order_code=code, to_username=friend["username"], quantity=give),
         ],
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"Bought {_party(quantity)} in {section['name']} for {event['title']} on {event['date']} "
                          f"(order {code}, ${section['price'] * quantity}) and sent {give} to {friend['name']} "
                          f"(transfer {transfer}, pending until they accept)."),
@@ -314,15 +302,14 @@ def split_between_friends(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     if seats_left_after(world, event["event_id"], quantity) <= 0:
         return None
-    section = pick(rng, fits)
-    user = pick(rng, buyers(world))
-    first = pick(rng, other_users(world, [user["id"]]))
-    second = pick(rng, other_users(world, [user["id"], first["id"]]))
-    phrasing = rng.randrange(len(SPLIT))
-    prompt = SPLIT[phrasing].format(
-        count=quantity, section=section["name"], performer=event["performer"], date=event["date"],
-        title=event["title"], human=human_date(event["date"]), k1=k1, k2=k2, keep=keep, f1=first["username"],
-        f2=second["username"], f1_name=first["name"], f2_name=second["name"])
+    section = rng.choice(fits)
+    user = rng.choice(buyers(world))
+    first = rng.choice(other_users(world, [user["id"]]))
+    second = rng.choice(other_users(world, [user["id"], first["id"]]))
+    phrasing, prompt = kit.phrase(
+        rng, SPLIT, count=quantity, section=section["name"], performer=event["performer"], date=event["date"],
+        title=event["title"], human=kit.human_date(event["date"], weekday=True), k1=k1, k2=k2, keep=keep,
+        f1=first["username"], f2=second["username"], f1_name=first["name"], f2_name=second["name"])
     order_id, code = next_order(world)
     checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id, weight=2.0)
     first_checks, first_expected = transfer_checks(order_id, user["id"], first, k1, 0)
@@ -337,16 +324,16 @@ def split_between_friends(rng: random.Random, world: World) -> TaskDraft | None:
     codes = [next_transfer(world, 1)[1], next_transfer(world, 2)[1]]
     return TaskDraft(
         prompt=prompt,
-        checks=[*checks, *split, diff_only(expected + first_expected + second_expected),
-                answer_has([code], label="answer gives the order code")],
+        checks=[*checks, *split, kit.diff_only(expected + first_expected + second_expected),
+                kit.answer_has([code], label="answer gives the order code")],
         reference_solution=[
-            call("search_events", performer=event["performer"], date=event["date"]),
-            call("get_seat_map", event_id=event["event_id"]),
-            call("buy_tickets", event_id=event["event_id"], section=section["name"], quantity=quantity),
-            call("transfer_tickets", order_code=code, to_username=first["username"], quantity=k1),
-            call("transfer_tickets", order_code=code, to_username=second["username"], quantity=k2),
+            kit.call("search_events", performer=event["performer"], date=event["date"]),
+            kit.call("get_seat_map", event_id=event["event_id"]),
+            kit.call("buy_tickets", event_id=event["event_id"], section=section["name"], quantity=quantity),
+            kit.call("transfer_tickets", order_code=code, to_username=first["username"], quantity=k1),
+            kit.call("transfer_tickets", order_code=code, to_username=second["username"], quantity=k2),
         ],
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"Bought {quantity} tickets in {section['name']} for {event['title']} on {event['date']} "
                          f"(order {code}). Sent {k1} to {first['name']} (transfer {codes[0]}) and {k2} to "
                          f"{second['name']} (transfer {codes[1]}); you keep {keep}."),
@@ -368,8 +355,8 @@ def buy_cheapest_relative_day(rng: random.Random, world: World) -> TaskDraft | N
         "SELECT v.city, p.category, e.date, MIN(e.id) AS event_id FROM events e JOIN venues v ON v.id = e.venue_id "
         "JOIN performers p ON p.id = e.performer_id GROUP BY v.city, p.category, e.date HAVING COUNT(*) = 1 "
         "ORDER BY v.city, p.category, e.date")
-    group = pick(rng, groups)
-    relative = relative_day(rng, day_of(group["date"]))
+    group = rng.choice(groups)
+    relative = relative_day(rng, kit.day_of(group["date"]))
     if relative is None:
         return None
     when, argument, today = relative
@@ -381,23 +368,22 @@ def buy_cheapest_relative_day(rng: random.Random, world: World) -> TaskDraft | N
         return None
     if seats_left_after(world, event["event_id"], quantity) <= 0:
         return None
-    user = pick(rng, buyers(world))
-    phrasing = rng.randrange(len(CHEAPEST_ON_DAY))
-    prompt = CHEAPEST_ON_DAY[phrasing].format(
-        tickets=_party(quantity), count=quantity, kind=KIND[group["category"]], city=group["city"], when=when,
-        When=when[0].upper() + when[1:],
+    user = rng.choice(buyers(world))
+    phrasing, prompt = kit.phrase(
+        rng, CHEAPEST_ON_DAY, tickets=_party(quantity), count=quantity, kind=KIND[group["category"]],
+        city=group["city"], when=when, When=when[0].upper() + when[1:],
         tickets_words="a ticket" if quantity == 1 else f"{NUMBER_WORDS[quantity]} tickets")
     order_id, code = next_order(world)
     checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id)
     return TaskDraft(
         prompt=prompt,
-        checks=[*checks, diff_only(expected), answer_has([code], label="answer gives the order code")],
+        checks=[*checks, kit.diff_only(expected), kit.answer_has([code], label="answer gives the order code")],
         reference_solution=[
-            call("search_events", city=group["city"], category=group["category"], date=argument),
-            call("get_seat_map", event_id=event["event_id"]),
-            call("buy_tickets", event_id=event["event_id"], section=section["name"], quantity=quantity),
+            kit.call("search_events", city=group["city"], category=group["category"], date=argument),
+            kit.call("get_seat_map", event_id=event["event_id"]),
+            kit.call("buy_tickets", event_id=event["event_id"], section=section["name"], quantity=quantity),
         ],
-        env_variables=env_for(user, today),
+        env_variables=kit.env_for(user, today),
         expected_answer=(f"{event['title']} is at {event['venue']} on {event['date']} at {event['start_time']}. "
                          f"Bought {_party(quantity)} in {section['name']} at ${section['price']} each. "
                          f"Order code: {code}."),

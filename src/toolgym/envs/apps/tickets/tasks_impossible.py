@@ -5,25 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-from toolgym.envs import TaskDraft, World
-from toolgym.envs.apps.tickets.task_common import (
-    FIRST_DAY,
-    LAST_DAY,
-    NOUN,
-    buyers,
-    call,
-    day_of,
-    env_for,
-    human_date,
-    impossible_checks,
-    only_event,
-    pick,
-    pick_event,
-    pick_today,
-    plural,
-    sections_of,
-    user_by_id,
-)
+from toolgym.envs import TaskDraft, World, kit
+from toolgym.envs.apps.tickets.task_common import NOUN, buyers, only_event, pick_event, sections_of
 from toolgym.envs.apps.tickets.tasks_mine import pick_order
 
 SECTION_SHORT = (
@@ -45,46 +28,43 @@ def unavailable_seats_impossible(rng: random.Random, world: World) -> TaskDraft 
     event = pick_event(rng, world, "2026-03-01", "2026-09-30", status)
     if not only_event(world, event["performer"], event["date"]):
         return None
-    day = day_of(event["date"])
+    day = kit.day_of(event["date"])
     if variant == "past":
-        low = max(FIRST_DAY, day + dt.timedelta(days=1))
-        if low > LAST_DAY:
-            return None
-        today = low + dt.timedelta(days=rng.randint(0, min(30, (LAST_DAY - low).days)))
+        low = max(kit.FIRST_DAY, day + dt.timedelta(days=1))
+        today = kit.day_in_window(rng, low, low + dt.timedelta(days=30))
     else:
-        picked_day = pick_today(rng, day)
-        if picked_day is None:
-            return None
-        today = picked_day
+        today = kit.today_before(rng, day)
+    if today is None:
+        return None
     quantity = rng.choice([2, 2, 3, 4])
     if quantity > event["max_per_order"]:
         return None
-    solution = [call("search_events", performer=event["performer"], date=event["date"])]
-    fmt = {"tickets": plural(quantity, "ticket"), "count": quantity, "performer": event["performer"],
-           "date": event["date"], "title": event["title"], "human": human_date(event["date"]),
+    solution = [kit.call("search_events", performer=event["performer"], date=event["date"])]
+    fmt = {"tickets": kit.plural(quantity, "ticket"), "count": quantity, "performer": event["performer"],
+           "date": event["date"], "title": event["title"], "human": kit.human_date(event["date"], weekday=True),
            "venue": event["venue"], "noun": NOUN[event["category"]]}
     if variant == "section":
         short = [s for s in sections_of(world, event["event_id"]) if s["seats_available"] < quantity]
         if not short:
             return None
-        section = pick(rng, short)
+        section = rng.choice(short)
         left = section["seats_available"]
         templates = SECTION_SHORT
         fmt["section"] = section["name"]
-        solution.append(call("get_seat_map", event_id=event["event_id"]))
-        reason = "it is sold out" if left == 0 else f"it has only {plural(left, 'seat')} left"
+        solution.append(kit.call("get_seat_map", event_id=event["event_id"]))
+        reason = "it is sold out" if left == 0 else f"it has only {kit.plural(left, 'seat')} left"
         answer = f"I cannot buy {quantity} tickets in {section['name']} for {event['title']} on {event['date']}: {reason}."
     else:
         templates = EVENT_UNAVAILABLE
         reason = {"sold_out": "it is sold out", "cancelled": "the event was cancelled",
                   "past": f"it already took place (today is {today.isoformat()})"}[variant]
         answer = f"I cannot buy tickets for {event['title']} on {event['date']}: {reason}."
-    phrasing = rng.randrange(len(templates))
+    phrasing, prompt = kit.phrase(rng, templates, **fmt)
     return TaskDraft(
-        prompt=templates[phrasing].format(**fmt),
-        checks=impossible_checks("buy_tickets"),
+        prompt=prompt,
+        checks=kit.impossible_checks("buy_tickets"),
         reference_solution=solution,
-        env_variables=env_for(pick(rng, buyers(world)), today),
+        env_variables=kit.env_for(rng.choice(buyers(world)), today),
         expected_answer=answer,
         difficulty=2,
         metadata={"phrasing": f"{variant}{phrasing}", "variant": variant, "event_id": event["event_id"],
@@ -104,24 +84,24 @@ def over_limit_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     event = pick_event(rng, world, "2026-04-02", "2026-09-30", "on_sale")
     if not only_event(world, event["performer"], event["date"]):
         return None
-    today = pick_today(rng, day_of(event["date"]))
+    today = kit.today_before(rng, kit.day_of(event["date"]))
     if today is None:
         return None
     quantity = event["max_per_order"] + rng.randint(1, 4)
     roomy = [s for s in sections_of(world, event["event_id"]) if s["seats_available"] >= quantity]
     if not roomy:
         return None
-    section = pick(rng, roomy)
-    phrasing = rng.randrange(len(OVER_LIMIT))
-    prompt = OVER_LIMIT[phrasing].format(
-        count=quantity, section=section["name"], performer=event["performer"], date=event["date"],
-        title=event["title"], human=human_date(event["date"]), venue=event["venue"])
+    section = rng.choice(roomy)
+    phrasing, prompt = kit.phrase(
+        rng, OVER_LIMIT, count=quantity, section=section["name"], performer=event["performer"],
+        date=event["date"], title=event["title"], human=kit.human_date(event["date"], weekday=True),
+        venue=event["venue"])
     return TaskDraft(
         prompt=prompt,
-        checks=impossible_checks("buy_tickets"),
-        reference_solution=[call("search_events", performer=event["performer"], date=event["date"]),
-                            call("get_seat_map", event_id=event["event_id"])],
-        env_variables=env_for(pick(rng, buyers(world)), today),
+        checks=kit.impossible_checks("buy_tickets"),
+        reference_solution=[kit.call("search_events", performer=event["performer"], date=event["date"]),
+                            kit.call("get_seat_map", event_id=event["event_id"])],
+        env_variables=kit.env_for(rng.choice(buyers(world)), today),
         expected_answer=(f"I cannot buy {quantity} tickets in one order: {event['title']} on {event['date']} allows "
                          f"at most {event['max_per_order']} tickets per order."),
         difficulty=2,
@@ -144,18 +124,18 @@ def refund_not_cancelled_impossible(rng: random.Random, world: World) -> TaskDra
     if picked is None:
         return None
     order, today = picked
-    phrasing = rng.randrange(len(REFUND_LIVE))
-    prompt = REFUND_LIVE[phrasing].format(
-        performer=order["performer"], date=order["date"], title=order["title"], human=human_date(order["date"]),
-        noun=NOUN[order["category"]], venue=order["venue"], code=order["code"])
-    lookup = (call("get_ticket_order", order_code=order["code"]) if phrasing == len(REFUND_LIVE) - 1
-              else call("list_my_ticket_orders"))
+    phrasing, prompt = kit.phrase(
+        rng, REFUND_LIVE, performer=order["performer"], date=order["date"], title=order["title"],
+        human=kit.human_date(order["date"], weekday=True), noun=NOUN[order["category"]], venue=order["venue"],
+        code=order["code"])
+    lookup = (kit.call("get_ticket_order", order_code=order["code"]) if phrasing == len(REFUND_LIVE) - 1
+              else kit.call("list_my_ticket_orders"))
     state = "sold out but still going ahead" if order["event_status"] == "sold_out" else "still going ahead"
     return TaskDraft(
         prompt=prompt,
-        checks=impossible_checks("request_ticket_refund"),
+        checks=kit.impossible_checks("request_ticket_refund"),
         reference_solution=[lookup],
-        env_variables=env_for(user_by_id(world, order["user_id"]), today),
+        env_variables=kit.env_for(kit.user_by_id(world, order["user_id"]), today),
         expected_answer=(f"I cannot refund order {order['code']}: {order['title']} on {order['date']} is {state}, "
                          "not cancelled, and only orders for cancelled events can be refunded."),
         difficulty=2,

@@ -6,28 +6,17 @@ import datetime as dt
 import random
 from typing import Any
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.tickets.rules import find_events
 from toolgym.envs.apps.tickets.task_common import (
     KIND,
     KIND_PLURAL,
     NOUN,
     buyers,
-    call,
-    day_of,
-    env_for,
-    human_date,
-    iso,
-    lookup_checks,
     only_event,
-    pick,
     pick_event,
-    pick_today,
-    plural,
-    random_today,
     relative_day,
     sections_of,
-    user_by_id,
 )
 
 CHEAPEST_SECTION = (
@@ -44,7 +33,7 @@ def cheapest_section_lookup(rng: random.Random, world: World) -> TaskDraft | Non
     event = pick_event(rng, world, "2026-04-02", "2026-09-30", "on_sale")
     if not only_event(world, event["performer"], event["date"]):
         return None
-    today = pick_today(rng, day_of(event["date"]))
+    today = kit.today_before(rng, kit.day_of(event["date"]))
     if today is None:
         return None
     sections = sections_of(world, event["event_id"])
@@ -52,16 +41,15 @@ def cheapest_section_lookup(rng: random.Random, world: World) -> TaskDraft | Non
     if len(available) < 2:
         return None
     best = available[0]
-    phrasing = rng.randrange(len(CHEAPEST_SECTION))
-    prompt = CHEAPEST_SECTION[phrasing].format(
-        performer=event["performer"], venue=event["venue"], date=event["date"], title=event["title"],
-        human=human_date(event["date"]), city=event["city"])
+    phrasing, prompt = kit.phrase(
+        rng, CHEAPEST_SECTION, performer=event["performer"], venue=event["venue"], date=event["date"],
+        title=event["title"], human=kit.human_date(event["date"], weekday=True), city=event["city"])
     return TaskDraft(
         prompt=prompt,
-        checks=lookup_checks([best["name"], str(best["price"])]),
-        reference_solution=[call("search_events", performer=event["performer"], date=event["date"]),
-                            call("get_seat_map", event_id=event["event_id"])],
-        env_variables=env_for(pick(rng, buyers(world)), today),
+        checks=kit.lookup_checks([best["name"], str(best["price"])]),
+        reference_solution=[kit.call("search_events", performer=event["performer"], date=event["date"]),
+                            kit.call("get_seat_map", event_id=event["event_id"])],
+        env_variables=kit.env_for(rng.choice(buyers(world)), today),
         expected_answer=(f"The cheapest section with seats left for {event['title']} on {event['date']} is "
                          f"{best['name']} at ${best['price']} per ticket ({best['seats_available']} seats available)."),
         difficulty=2 if sections[0]["id"] != best["id"] else 1,
@@ -82,34 +70,33 @@ NEXT_SHOW_IN_CITY = (
 
 def next_show_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     """'When/where is X playing (in city)': the first upcoming event of a performer, from CURRENT_DATE."""
-    performer = pick(rng, world.query("SELECT name, category FROM performers ORDER BY id"))
-    today = random_today(rng)
+    performer = rng.choice(world.query("SELECT name, category FROM performers ORDER BY id"))
+    today = kit.random_day(rng)
     in_city = rng.random() < 0.4
-    upcoming = find_events(world, performer=performer["name"], date_from=iso(today + dt.timedelta(days=1)))
+    upcoming = find_events(world, performer=performer["name"], date_from=kit.iso(today + dt.timedelta(days=1)))
     if in_city:
         cities = sorted({e["city"] for e in upcoming})
         if not cities:
             return None
-        city = pick(rng, cities)
+        city = rng.choice(cities)
         upcoming = [e for e in upcoming if e["city"] == city]
     if not upcoming:
         return None
-    today_rows = find_events(world, performer=performer["name"], date_from=iso(today), date_to=iso(today))
+    today_rows = find_events(world, performer=performer["name"], date_from=kit.iso(today), date_to=kit.iso(today))
     if today_rows or upcoming[0]["status"] == "cancelled":  # "next" would be debatable
         return None
     first = upcoming[0]
     templates = NEXT_SHOW_IN_CITY if in_city else NEXT_SHOW
-    phrasing = rng.randrange(len(templates))
-    prompt = templates[phrasing].format(performer=performer["name"], noun=NOUN[performer["category"]],
-                                        city=first["city"])
+    phrasing, prompt = kit.phrase(
+        rng, templates, performer=performer["name"], noun=NOUN[performer["category"]], city=first["city"])
     arguments: dict[str, Any] = {"performer": performer["name"]}
     if in_city:
         arguments["city"] = first["city"]
     return TaskDraft(
         prompt=prompt,
-        checks=lookup_checks([first["date"], first["venue"]]),
-        reference_solution=[call("search_events", **arguments)],
-        env_variables=env_for(pick(rng, buyers(world)), today),
+        checks=kit.lookup_checks([first["date"], first["venue"]]),
+        reference_solution=[kit.call("search_events", **arguments)],
+        env_variables=kit.env_for(rng.choice(buyers(world)), today),
         expected_answer=(f"{performer['name']} plays next on {first['date']} at {first['start_time']}: {first['title']} "
                          f"at {first['venue']} in {first['city']}."),
         difficulty=1,
@@ -146,20 +133,20 @@ def _my_upcoming(world: World, user_id: int, today: str) -> list[dict[str, Any]]
 
 def my_orders_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     """'My next event' / 'my X tickets': LOGGED_IN_USER and CURRENT_DATE decide which order is meant."""
-    order = pick(rng, world.query(
+    order = rng.choice(world.query(
         "SELECT o.id, o.user_id, o.ordered_on, e.date FROM orders o JOIN events e ON e.id = o.event_id "
         "WHERE o.status='confirmed' AND e.status != 'cancelled' ORDER BY o.id"))
-    today = pick_today(rng, day_of(order["date"]), lead_days=40,
-                       earliest=day_of(order["ordered_on"]) + dt.timedelta(days=1))
+    today = kit.today_before(rng, kit.day_of(order["date"]), lead_days=40,
+                       earliest=kit.day_of(order["ordered_on"]) + dt.timedelta(days=1))
     if today is None:
         return None
-    mine = _my_upcoming(world, order["user_id"], iso(today))
+    mine = _my_upcoming(world, order["user_id"], kit.iso(today))
     target = next(r for r in mine if r["id"] == order["id"])
     received = world.query(
         "SELECT DISTINCT e.date, p.name AS performer FROM tickets t JOIN orders o ON o.id = t.order_id "
         "JOIN events e ON e.id = o.event_id JOIN performers p ON p.id = e.performer_id "
         "WHERE t.holder_id=? AND o.user_id != t.holder_id AND e.date>=? ORDER BY e.date",
-        (order["user_id"], iso(today)))
+        (order["user_id"], kit.iso(today)))
     if any(r["date"] <= mine[0]["date"] or r["performer"] == target["performer"] for r in received):
         return None  # tickets friends gave the user would also count as "my" events
     question = rng.choice(["next", "seats", "code"])
@@ -171,25 +158,25 @@ def my_orders_lookup(rng: random.Random, world: World) -> TaskDraft | None:
             return None
         templates, values = MY_NEXT, [first["performer"], first["date"], first["venue"]]
         answer = (f"Your next event is {first['title']} on {first['date']} at {first['start_time']}, at "
-                  f"{first['venue']} (order {first['code']}, {plural(first['quantity'], 'ticket')}).")
+                  f"{first['venue']} (order {first['code']}, {kit.plural(first['quantity'], 'ticket')}).")
     else:
         same = [r for r in mine if r["performer"] == target["performer"]]
         if len(same) != 1:
             return None
         if question == "seats":
             templates, values = MY_SEATS, [target["section"], str(target["quantity"])]
-            answer = (f"You have {plural(target['quantity'], 'ticket')} in {target['section']} for {target['title']} "
+            answer = (f"You have {kit.plural(target['quantity'], 'ticket')} in {target['section']} for {target['title']} "
                       f"on {target['date']} (order {target['code']}).")
         else:
             templates, values = MY_CODE, [target["code"]]
             answer = f"Your order for {target['title']} on {target['date']} is {target['code']}."
-    phrasing = rng.randrange(len(templates))
-    prompt = templates[phrasing].format(performer=target["performer"], date=target["date"], title=target["title"])
+    phrasing, prompt = kit.phrase(
+        rng, templates, performer=target["performer"], date=target["date"], title=target["title"])
     return TaskDraft(
         prompt=prompt,
-        checks=lookup_checks(values),
-        reference_solution=[call("list_my_ticket_orders", upcoming_only=True)],
-        env_variables=env_for(user_by_id(world, order["user_id"]), today),
+        checks=kit.lookup_checks(values),
+        reference_solution=[kit.call("list_my_ticket_orders", upcoming_only=True)],
+        env_variables=kit.env_for(kit.user_by_id(world, order["user_id"]), today),
         expected_answer=answer,
         difficulty=2,
         metadata={"phrasing": f"{question}{phrasing}", "order_id": target["id"]},
@@ -210,8 +197,8 @@ def day_events_lookup(rng: random.Random, world: World) -> TaskDraft | None:
         "SELECT v.city, p.category, e.date, COUNT(*) AS n FROM events e JOIN venues v ON v.id = e.venue_id "
         "JOIN performers p ON p.id = e.performer_id GROUP BY v.city, p.category, e.date "
         "HAVING COUNT(*) <= 3 ORDER BY v.city, p.category, e.date")
-    group = pick(rng, groups)
-    relative = relative_day(rng, day_of(group["date"]))
+    group = rng.choice(groups)
+    relative = relative_day(rng, kit.day_of(group["date"]))
     if relative is None:
         return None
     when, argument, today = relative
@@ -219,14 +206,14 @@ def day_events_lookup(rng: random.Random, world: World) -> TaskDraft | None:
                          date_to=group["date"])
     if any(e["status"] == "cancelled" for e in events):
         return None
-    phrasing = rng.randrange(len(DAY_EVENTS))
-    prompt = DAY_EVENTS[phrasing].format(kinds=KIND_PLURAL[group["category"]], city=group["city"], when=when)
+    phrasing, prompt = kit.phrase(
+        rng, DAY_EVENTS, kinds=KIND_PLURAL[group["category"]], city=group["city"], when=when)
     listing = "; ".join(f"{e['title']} at {e['venue']}, {e['start_time']}" for e in events)
     return TaskDraft(
         prompt=prompt,
-        checks=lookup_checks([e["performer"] for e in events]),
-        reference_solution=[call("search_events", city=group["city"], category=group["category"], date=argument)],
-        env_variables=env_for(pick(rng, buyers(world)), today),
+        checks=kit.lookup_checks([e["performer"] for e in events]),
+        reference_solution=[kit.call("search_events", city=group["city"], category=group["category"], date=argument)],
+        env_variables=kit.env_for(rng.choice(buyers(world)), today),
         expected_answer=(f"{KIND_PLURAL[group['category']].capitalize()} in {group['city']} on {group['date']}: "
                          f"{listing}."),
         difficulty=2,

@@ -6,21 +6,8 @@ import datetime as dt
 import random
 from typing import Any
 
-from toolgym.envs import TaskDraft, World
-from toolgym.envs.apps.tickets.task_common import (
-    FIRST_DAY,
-    LAST_DAY,
-    NOUN,
-    answer_has,
-    call,
-    day_of,
-    diff_only,
-    env_for,
-    human_date,
-    pick,
-    plural,
-    user_by_id,
-)
+from toolgym.envs import TaskDraft, World, kit
+from toolgym.envs.apps.tickets.task_common import NOUN
 from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
 
 TRANSFER_ROWS = (
@@ -31,18 +18,11 @@ TRANSFER_ROWS = (
 )
 
 
-def _today_between(rng: random.Random, first: dt.date, before: dt.date) -> dt.date | None:
-    """A CURRENT_DATE in the task range, on or after `first` and before `before`."""
-    low, high = max(FIRST_DAY, first), min(LAST_DAY, before - dt.timedelta(days=1))
-    if low > high:
-        return None
-    return low + dt.timedelta(days=rng.randint(0, (high - low).days))
-
-
 def _pending_transfer(rng: random.Random, world: World) -> tuple[dict[str, Any], dt.date] | None:
-    transfer = pick(rng, world.query(f"{TRANSFER_ROWS} WHERE x.status='pending' AND e.status != 'cancelled' "
+    transfer = rng.choice(world.query(f"{TRANSFER_ROWS} WHERE x.status='pending' AND e.status != 'cancelled' "
                                      "ORDER BY x.id"))
-    today = _today_between(rng, day_of(transfer["created_on"]), day_of(transfer["date"]))
+    today = kit.day_in_window(rng, kit.day_of(transfer["created_on"]),
+                              kit.day_of(transfer["date"]) - dt.timedelta(days=1))
     return (transfer, today) if today is not None else None
 
 
@@ -72,10 +52,10 @@ def accept_transfer(rng: random.Random, world: World) -> TaskDraft | None:
                               "ORDER BY id", (transfer["to_user_id"], transfer["from_user_id"]))
     if len(from_sender) != 1:
         return None
-    phrasing = rng.randrange(len(ACCEPT))
-    prompt = ACCEPT[phrasing].format(
-        sender=transfer["from_name"], sender_first=_first(transfer["from_name"]), performer=transfer["performer"],
-        tickets=plural(transfer["ticket_count"], "ticket"), title=transfer["title"], date=transfer["date"])
+    phrasing, prompt = kit.phrase(
+        rng, ACCEPT, sender=transfer["from_name"], sender_first=_first(transfer["from_name"]),
+        performer=transfer["performer"], tickets=kit.plural(transfer["ticket_count"], "ticket"),
+        title=transfer["title"], date=transfer["date"])
     checks: list[Check] = [
         FieldEquals(table="transfers", where={"id": transfer["id"]}, field="status", value="accepted", weight=3.0,
                     label=f"transfer {transfer['code']} accepted"),
@@ -90,12 +70,12 @@ def accept_transfer(rng: random.Random, world: World) -> TaskDraft | None:
     ]
     return TaskDraft(
         prompt=prompt,
-        checks=[*checks, diff_only(expected), answer_has([transfer["code"]], label="answer names the transfer")],
-        reference_solution=[call("list_my_ticket_transfers", direction="received", status="pending"),
-                            call("accept_ticket_transfer", transfer_code=transfer["code"])],
-        env_variables=env_for(user_by_id(world, transfer["to_user_id"]), today),
+        checks=[*checks, kit.diff_only(expected), kit.answer_has([transfer["code"]], label="answer names the transfer")],
+        reference_solution=[kit.call("list_my_ticket_transfers", direction="received", status="pending"),
+                            kit.call("accept_ticket_transfer", transfer_code=transfer["code"])],
+        env_variables=kit.env_for(kit.user_by_id(world, transfer["to_user_id"]), today),
         expected_answer=(f"Accepted transfer {transfer['code']} from {transfer['from_name']}: "
-                         f"{plural(transfer['ticket_count'], 'ticket')} for {transfer['title']} on {transfer['date']} "
+                         f"{kit.plural(transfer['ticket_count'], 'ticket')} for {transfer['title']} on {transfer['date']} "
                          f"{_are(transfer['ticket_count'])} now yours."),
         difficulty=2,
         metadata={"phrasing": phrasing, "transfer_id": transfer["id"]},
@@ -123,10 +103,10 @@ def cancel_sent_transfer(rng: random.Random, world: World) -> TaskDraft | None:
     held = world.one("SELECT COUNT(*) AS n FROM tickets WHERE order_id=? AND holder_id=? AND status='valid'",
                      (transfer["order_id"], transfer["from_user_id"]))
     assert held is not None
-    phrasing = rng.randrange(len(CANCEL_TRANSFER))
-    prompt = CANCEL_TRANSFER[phrasing].format(
-        recipient=transfer["to_name"], recipient_first=_first(transfer["to_name"]), performer=transfer["performer"],
-        date=transfer["date"], title=transfer["title"], tickets=plural(transfer["ticket_count"], "ticket"))
+    phrasing, prompt = kit.phrase(
+        rng, CANCEL_TRANSFER, recipient=transfer["to_name"], recipient_first=_first(transfer["to_name"]),
+        performer=transfer["performer"], date=transfer["date"], title=transfer["title"],
+        tickets=kit.plural(transfer["ticket_count"], "ticket"))
     checks: list[Check] = [
         FieldEquals(table="transfers", where={"id": transfer["id"]}, field="status", value="cancelled", weight=3.0,
                     label=f"transfer {transfer['code']} cancelled"),
@@ -141,12 +121,12 @@ def cancel_sent_transfer(rng: random.Random, world: World) -> TaskDraft | None:
     ]
     return TaskDraft(
         prompt=prompt,
-        checks=[*checks, diff_only(expected), answer_has([transfer["code"]], label="answer names the transfer")],
-        reference_solution=[call("list_my_ticket_transfers", direction="sent", status="pending"),
-                            call("cancel_ticket_transfer", transfer_code=transfer["code"])],
-        env_variables=env_for(user_by_id(world, transfer["from_user_id"]), today),
+        checks=[*checks, kit.diff_only(expected), kit.answer_has([transfer["code"]], label="answer names the transfer")],
+        reference_solution=[kit.call("list_my_ticket_transfers", direction="sent", status="pending"),
+                            kit.call("cancel_ticket_transfer", transfer_code=transfer["code"])],
+        env_variables=kit.env_for(kit.user_by_id(world, transfer["from_user_id"]), today),
         expected_answer=(f"Cancelled transfer {transfer['code']} to {transfer['to_name']}; the "
-                         f"{plural(transfer['ticket_count'], 'ticket')} for {transfer['title']} on {transfer['date']} "
+                         f"{kit.plural(transfer['ticket_count'], 'ticket')} for {transfer['title']} on {transfer['date']} "
                          f"{_are(transfer['ticket_count'])} back in your account."),
         difficulty=2,
         metadata={"phrasing": phrasing, "transfer_id": transfer["id"]},
@@ -165,18 +145,17 @@ def pick_order(
 ) -> tuple[dict[str, Any], dt.date] | None:
     """A confirmed order matching `where`, the user's only one for that event, and a CURRENT_DATE after it was
     placed (and, with `before_event`, before the event)."""
-    order = pick(rng, world.query(f"{ORDER_ROWS} WHERE o.status='confirmed' AND {where} ORDER BY o.id"))
+    order = rng.choice(world.query(f"{ORDER_ROWS} WHERE o.status='confirmed' AND {where} ORDER BY o.id"))
     same_event = world.query("SELECT id FROM orders WHERE user_id=? AND event_id=? ORDER BY id",
                              (order["user_id"], order["event_id"]))
     if len(same_event) != 1:
         return None
-    low = max(FIRST_DAY, day_of(order["ordered_on"]) + dt.timedelta(days=1))
-    high = min(LAST_DAY, low + dt.timedelta(days=60))
+    low = max(kit.FIRST_DAY, kit.day_of(order["ordered_on"]) + dt.timedelta(days=1))
+    high = low + dt.timedelta(days=60)
     if before_event:
-        high = min(high, day_of(order["date"]) - dt.timedelta(days=1))
-    if low > high:
-        return None
-    return order, low + dt.timedelta(days=rng.randint(0, (high - low).days))
+        high = min(high, kit.day_of(order["date"]) - dt.timedelta(days=1))
+    today = kit.day_in_window(rng, low, high)
+    return None if today is None else (order, today)
 
 
 REFUND = (
@@ -196,13 +175,13 @@ def refund_cancelled_event(rng: random.Random, world: World) -> TaskDraft | None
     if picked is None:
         return None
     order, today = picked
-    phrasing = rng.randrange(len(REFUND))
-    prompt = REFUND[phrasing].format(
-        performer=order["performer"], noun=NOUN[order["category"]], date=order["date"], title=order["title"],
-        venue=order["venue"], city=order["city"], human=human_date(order["date"]), code=order["code"],
-        tickets=plural(order["quantity"], "ticket"))
-    lookup = (call("get_ticket_order", order_code=order["code"]) if phrasing == len(REFUND) - 1
-              else call("list_my_ticket_orders"))
+    phrasing, prompt = kit.phrase(
+        rng, REFUND, performer=order["performer"], noun=NOUN[order["category"]], date=order["date"],
+        title=order["title"], venue=order["venue"], city=order["city"],
+        human=kit.human_date(order["date"], weekday=True), code=order["code"],
+        tickets=kit.plural(order["quantity"], "ticket"))
+    lookup = (kit.call("get_ticket_order", order_code=order["code"]) if phrasing == len(REFUND) - 1
+              else kit.call("list_my_ticket_orders"))
     checks: list[Check] = [
         FieldEquals(table="orders", where={"id": order["id"]}, field="status", value="refunded", weight=3.0,
                     label=f"order {order['code']} refunded"),
@@ -215,10 +194,10 @@ def refund_cancelled_event(rng: random.Random, world: World) -> TaskDraft | None
     ]
     return TaskDraft(
         prompt=prompt,
-        checks=[*checks, diff_only(expected),
-                answer_has([order["code"], str(order["total_price"])], label="answer gives the order and amount")],
-        reference_solution=[lookup, call("request_ticket_refund", order_code=order["code"])],
-        env_variables=env_for(user_by_id(world, order["user_id"]), today),
+        checks=[*checks, kit.diff_only(expected),
+                kit.answer_has([order["code"], str(order["total_price"])], label="answer gives the order and amount")],
+        reference_solution=[lookup, kit.call("request_ticket_refund", order_code=order["code"])],
+        env_variables=kit.env_for(kit.user_by_id(world, order["user_id"]), today),
         expected_answer=(f"Order {order['code']} for {order['title']} on {order['date']} is refunded: "
                          f"${order['total_price']} goes back to your card."),
         difficulty=2,

@@ -6,33 +6,23 @@ multi-app tasks can join a ticket to the pull request it references.
 
 from __future__ import annotations
 
-import random
-import sqlite3
-from pathlib import Path
-
-from faker import Faker
-
-from toolgym.envs import App, TaskFamily
+from toolgym.envs import kit
 from toolgym.envs.apps.tracker.data import seed_tracker
 from toolgym.envs.apps.tracker.schema import SCHEMA
-from toolgym.envs.apps.tracker.tasks import TASK_FAMILIES
+from toolgym.envs.apps.tracker.tasks import FAMILIES
 from toolgym.envs.apps.tracker.tools import TOOLS
 
 
-class TrackerApp(App):
+class TrackerApp(kit.PackagedApp):
     """Projects with per-project workflows and sprints; tickets with links, comments, watchers, worklogs."""
 
     name = "tracker"
     version = "1.0.0"
     schema = SCHEMA
-    policy = (Path(__file__).with_name("policy.md")).read_text(encoding="utf-8")
+    policy = kit.read_policy(__file__)
     tools = TOOLS
-
-    def seed(self, db: sqlite3.Connection, fake: Faker, rng: random.Random) -> None:
-        seed_tracker(db, fake, rng)
-
-    def task_families(self) -> list[TaskFamily]:
-        return list(TASK_FAMILIES)
+    families = FAMILIES
+    seed_data = staticmethod(seed_tracker)
 
 
 APP = TrackerApp()

@@ -21,6 +21,7 @@ from typing import Any
 
 from faker import Faker
 
+from toolgym.envs import kit
 from toolgym.envs.apps.tracker.content import (
     COMMENTS,
     CONDITIONS,
@@ -49,11 +50,8 @@ PRIORITY_WEIGHTS = [8, 22, 45, 18, 7]
 POINT_WEIGHTS = {1: 10, 2: 18, 3: 22, 5: 22, 8: 14, 13: 8, 21: 2}
 
 
-def iso(day: dt.date) -> str:
-    return day.isoformat()
-
-
 def _between(rng: random.Random, low: dt.date, high: dt.date) -> dt.date:
+    """kit.random_day, except that an empty range gives `low` without a draw (the seed depends on it)."""
     if high < low:
         return low
     return low + dt.timedelta(days=rng.randint(0, (high - low).days))
@@ -93,7 +91,7 @@ def seed_tracker(db: sqlite3.Connection, fake: Faker, rng: random.Random) -> Non
         joined = fake.date_between(start_date=dt.date(2020, 1, 1), end_date=dt.date(2025, 12, 31))
         db.execute(
             "INSERT INTO users(id, username, name, email, job_title, joined_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (index, p.username, p.name, p.email, rng.choice(JOB_TITLES), iso(joined)),
+            (index, p.username, p.name, p.email, rng.choice(JOB_TITLES), kit.iso(joined)),
         )
     usernames = [p.username for p in people]
     repos = code_host.query("SELECT id, owner, name FROM repos ORDER BY id")
@@ -142,7 +140,7 @@ def _seed_project(
     created = _between(rng, dt.date(2024, 1, 10), dt.date(2025, 9, 30))
     project_id = db.execute(
         "INSERT INTO projects(key, name, description, lead, workflow, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        (key, name, description, lead, workflow, iso(created)),
+        (key, name, description, lead, workflow, kit.iso(created)),
     ).lastrowid
     assert project_id is not None
     admins = {lead, *rng.sample(members[1:], 1)}
@@ -190,7 +188,7 @@ def _seed_sprints(
         sprint_name = f"{key} Sprint {first_number + offset}"
         sprint_id = db.execute(
             "INSERT INTO sprints(project_id, name, goal, start_date, end_date, state) VALUES (?, ?, ?, ?, ?, ?)",
-            (project_id, sprint_name, goal, iso(start), iso(end), state),
+            (project_id, sprint_name, goal, kit.iso(start), kit.iso(end), state),
         ).lastrowid
         sprints[bucket] = {"id": sprint_id, "name": sprint_name, "start": start, "end": end}
     return sprints
@@ -380,11 +378,11 @@ def _insert_tickets(
                 reporter,
                 _points(rng, plan),
                 sprint["id"] if sprint else None,
-                iso(due) if due else None,
+                kit.iso(due) if due else None,
                 plan.code_ref,
-                iso(plan.created),
-                iso(plan.created),
-                iso(resolved) if resolved else None,
+                kit.iso(plan.created),
+                kit.iso(plan.created),
+                kit.iso(resolved) if resolved else None,
             ),
         ).lastrowid
         rows.append({"id": ticket_id, "plan": plan, "assignee": assignee, "reporter": reporter,
@@ -400,12 +398,12 @@ def _seed_activity(db: sqlite3.Connection, rng: random.Random, row: dict[str, An
     for _ in range(rng.choice([0, 0, 1, 1, 2, 3])):
         db.execute(
             "INSERT INTO comments(ticket_id, author, body, created_at) VALUES (?, ?, ?, ?)",
-            (row["id"], rng.choice(members), rng.choice(COMMENTS), iso(_between(rng, first, last))),
+            (row["id"], rng.choice(members), rng.choice(COMMENTS), kit.iso(_between(rng, first, last))),
         )
     if plan.code_ref and row["assignee"]:
         db.execute(
             "INSERT INTO comments(ticket_id, author, body, created_at) VALUES (?, ?, ?, ?)",
-            (row["id"], row["assignee"], f"PR is up: {plan.code_ref}", iso(_between(rng, first, last))),
+            (row["id"], row["assignee"], f"PR is up: {plan.code_ref}", kit.iso(_between(rng, first, last))),
         )
     if plan.type != "epic" and plan.status not in ("To Do", "Blocked") and row["assignee"]:
         for _ in range(rng.randint(1, 3)):
@@ -414,7 +412,7 @@ def _seed_activity(db: sqlite3.Connection, rng: random.Random, row: dict[str, An
                 "INSERT INTO worklogs(ticket_id, author, minutes, work_date, note, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (row["id"], row["assignee"], rng.choice([30, 60, 90, 120, 180, 240, 300, 360, 480]),
-                 iso(day), rng.choice(WORKLOG_NOTES), iso(day)),
+                 kit.iso(day), rng.choice(WORKLOG_NOTES), kit.iso(day)),
             )
     watchers = [row["reporter"]] + ([row["assignee"]] if row["assignee"] else [])
     watchers += rng.sample(members, rng.choice([0, 0, 1, 2]))
@@ -434,7 +432,7 @@ def _link(db: sqlite3.Connection, source: dict[str, Any], target: dict[str, Any]
     day = max(source["plan"].created, target["plan"].created)
     db.execute(
         "INSERT INTO ticket_links(source_id, target_id, link_type, created_at) VALUES (?, ?, ?, ?)",
-        (source["id"], target["id"], kind, iso(day)),
+        (source["id"], target["id"], kind, kit.iso(day)),
     )
     return True
 

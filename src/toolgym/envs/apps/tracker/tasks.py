@@ -30,7 +30,7 @@ from toolgym.envs.apps.tracker.tasks_write import (
     take_oldest_bug,
 )
 
-TASK_FAMILIES: list[TaskFamily] = [
+FAMILIES: tuple[TaskFamily, ...] = (
     TaskFamily("top_priority_assignee", "lookup", top_priority_assignee),
     TaskFamily("sprint_points", "lookup", sprint_points),
     TaskFamily("ticket_pull_request", "lookup", ticket_pull_request),
@@ -47,4 +47,4 @@ TASK_FAMILIES: list[TaskFamily] = [
     TaskFamily("reopen_done", "impossible", reopen_done),
     TaskFamily("my_due_tickets", "context", my_due_tickets),
     TaskFamily("log_my_work", "context", log_my_work),
-]
+)

@@ -7,22 +7,10 @@ import datetime as dt
 import random
 from typing import Any
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.tracker.data import FIRST_TODAY
 from toolgym.envs.apps.tracker.rules import BLOCKED, DONE, allowed_moves, open_blockers, workflow_path
-from toolgym.envs.apps.tracker.task_kit import (
-    common_day,
-    day_of,
-    env_vars,
-    gold_call,
-    impossible_checks,
-    iso,
-    members,
-    open_tickets,
-    pick_phrasing,
-    projects,
-    sprint_in,
-)
+from toolgym.envs.apps.tracker.task_common import common_day, members, open_tickets, projects, sprint_in
 from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists
 
 TICKET_FIELDS = ["status", "updated_at", "resolved_at"]
@@ -42,7 +30,7 @@ def roll_over_sprint(rng: random.Random, world: World) -> TaskDraft | None:
     full = not to_backlog and rng.random() < 0.45
     team = members(world, project["id"], ("admin",) if full else ("admin", "member"))
     user = rng.choice(team)
-    end = day_of(active["end_date"])
+    end = kit.day_of(active["end_date"])
     ends_today = rng.random() < 0.5
     today = end if ends_today else end - dt.timedelta(days=1)
     if today < FIRST_TODAY:
@@ -72,12 +60,12 @@ def roll_over_sprint(rng: random.Random, world: World) -> TaskDraft | None:
             f"Move the unfinished work of {current} to {destination}, please.",
             f"Before {current} ends {when}, push everything not Done from it into {destination}.",
         ]
-    prompt, phrasing = pick_phrasing(rng, phrasings)
+    phrasing, prompt = kit.pick_phrasing(rng, phrasings)
     new_sprint = None if to_backlog else upcoming["id"]
     calls = [
-        gold_call("get_sprint", project=key, sprint="active"),
-        gold_call("list_sprints", project=key, state="planned"),
-    ] + [gold_call("move_to_sprint", key=t["key"], sprint=target) for t in moving]
+        kit.call("get_sprint", project=key, sprint="active"),
+        kit.call("list_sprints", project=key, state="planned"),
+    ] + [kit.call("move_to_sprint", key=t["key"], sprint=target) for t in moving]
     checks: list[Check] = [
         FieldEquals(table="tickets", where={"id": t["id"]}, field="sprint_id", value=new_sprint, weight=1,
                     label=f"{t['key']} moved")
@@ -89,8 +77,8 @@ def roll_over_sprint(rng: random.Random, world: World) -> TaskDraft | None:
     ]
     if full:
         calls += [
-            gold_call("close_sprint", project=key, sprint=active["name"]),
-            gold_call("start_sprint", project=key, sprint=upcoming["name"]),
+            kit.call("close_sprint", project=key, sprint=active["name"]),
+            kit.call("start_sprint", project=key, sprint=upcoming["name"]),
         ]
         checks += [
             FieldEquals(table="sprints", where={"id": active["id"]}, field="state", value="closed", weight=1,
@@ -107,7 +95,7 @@ def roll_over_sprint(rng: random.Random, world: World) -> TaskDraft | None:
     closing = f" {active['name']} is closed and {upcoming['name']} is now active." if full else ""
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, today),
+        env_variables=kit.env_for_username(world, user, today),
         reference_solution=calls,
         expected_answer=f"I moved {listed} from {active['name']} to {'the backlog' if to_backlog else target}."
         f"{closing}",
@@ -139,7 +127,7 @@ def mark_blocked(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, project["id"]))
     a, b = ticket["key"], blocker["key"]
     note = rng.choice([f"Waiting on {b}.", f"Blocked until {b} is done.", f"Can't continue before {b} lands."])
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"{a} can't move forward until {b} is finished. Link them so {b} blocks {a}, set {a} to Blocked and "
@@ -150,12 +138,12 @@ def mark_blocked(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, common_day(rng)),
+        env_variables=kit.env_for_username(world, user, common_day(rng)),
         reference_solution=[
-            gold_call("get_ticket", key=a),
-            gold_call("link_tickets", key=a, link_type="is blocked by", other_key=b),
-            gold_call("transition_ticket", key=a, status=BLOCKED),
-            gold_call("add_comment_to_ticket", key=a, body=note),
+            kit.call("get_ticket", key=a),
+            kit.call("link_tickets", key=a, link_type="is blocked by", other_key=b),
+            kit.call("transition_ticket", key=a, status=BLOCKED),
+            kit.call("add_comment_to_ticket", key=a, body=note),
         ],
         expected_answer=f"{b} now blocks {a}; {a} is Blocked and has your comment.",
         checks=[
@@ -196,7 +184,7 @@ def finish_ticket(rng: random.Random, world: World) -> TaskDraft | None:
     user = ticket["assignee"] if ticket["assignee"] and rng.random() < 0.6 else rng.choice(members(world, project["id"]))
     today = common_day(rng)
     key = ticket["key"]
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"{key} is finished. Take it through the workflow all the way to Done.",
@@ -208,14 +196,14 @@ def finish_ticket(rng: random.Random, world: World) -> TaskDraft | None:
     steps = " → ".join([ticket["status"], *path])
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, today),
-        reference_solution=[gold_call("get_ticket", key=key)]
-        + [gold_call("transition_ticket", key=key, status=status) for status in path],
+        env_variables=kit.env_for_username(world, user, today),
+        reference_solution=[kit.call("get_ticket", key=key)]
+        + [kit.call("transition_ticket", key=key, status=status) for status in path],
         expected_answer=f"{key} is Done ({steps}).",
         checks=[
             FieldEquals(table="tickets", where={"id": ticket["id"]}, field="status", value=DONE, weight=2,
                         label="ticket Done"),
-            FieldEquals(table="tickets", where={"id": ticket["id"]}, field="resolved_at", value=iso(today), weight=1,
+            FieldEquals(table="tickets", where={"id": ticket["id"]}, field="resolved_at", value=kit.iso(today), weight=1,
                         label="resolved today"),
             DiffOnly(
                 expected=[ExpectedChange(table="tickets", op="update", where={"id": ticket["id"]},
@@ -245,7 +233,7 @@ def done_while_blocked(rng: random.Random, world: World) -> TaskDraft | None:
     ticket, blockers = rng.choice(rows)
     user = ticket["assignee"] if ticket["assignee"] and rng.random() < 0.6 else rng.choice(members(world, project["id"]))
     key = ticket["key"]
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Mark {key} as Done.",
@@ -257,10 +245,10 @@ def done_while_blocked(rng: random.Random, world: World) -> TaskDraft | None:
     listed = ", ".join(f"{b['key']} ({b['status']})" for b in blockers)
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, common_day(rng)),
-        reference_solution=[gold_call("get_ticket", key=key)],
+        env_variables=kit.env_for_username(world, user, common_day(rng)),
+        reference_solution=[kit.call("get_ticket", key=key)],
         expected_answer=f"I cannot move {key} to Done: it is blocked by {listed}, which is not finished yet.",
-        checks=impossible_checks("transition_ticket"),
+        checks=kit.impossible_checks("transition_ticket", reply_label=kit.SAYS_IT_CANNOT),
         difficulty=2,
         metadata={"phrasing": phrasing, "key": key, "blockers": [b["key"] for b in blockers]},
     )
@@ -275,7 +263,7 @@ def closed_sprint(rng: random.Random, world: World) -> TaskDraft | None:
     ticket = rng.choice([t for t in open_tickets(world, project["id"]) if t["type"] != "epic"])
     user = rng.choice(members(world, project["id"]))
     key, name = ticket["key"], sprint["name"]
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Move {key} into {name}.",
@@ -286,10 +274,10 @@ def closed_sprint(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, common_day(rng)),
-        reference_solution=[gold_call("list_sprints", project=project["key"])],
+        env_variables=kit.env_for_username(world, user, common_day(rng)),
+        reference_solution=[kit.call("list_sprints", project=project["key"])],
         expected_answer=f"I cannot move {key} into {name}: that sprint is closed, and closed sprints take no tickets.",
-        checks=impossible_checks("move_to_sprint"),
+        checks=kit.impossible_checks("move_to_sprint", reply_label=kit.SAYS_IT_CANNOT),
         difficulty=2,
         metadata={"phrasing": phrasing, "key": key, "sprint": name},
     )
@@ -304,7 +292,7 @@ def reopen_done(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, project["id"]))
     key = ticket["key"]
     status = rng.choice(["In Progress", "To Do"])
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Reopen {key} and move it back to {status}.",
@@ -315,10 +303,10 @@ def reopen_done(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, common_day(rng)),
-        reference_solution=[gold_call("get_ticket", key=key)],
+        env_variables=kit.env_for_username(world, user, common_day(rng)),
+        reference_solution=[kit.call("get_ticket", key=key)],
         expected_answer=f"I cannot move {key} back to {status}: it is Done, and Done is final in this workflow.",
-        checks=impossible_checks("transition_ticket"),
+        checks=kit.impossible_checks("transition_ticket", reply_label=kit.SAYS_IT_CANNOT),
         difficulty=2,
         metadata={"phrasing": phrasing, "key": key, "status": status},
     )

@@ -6,24 +6,17 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.tracker.data import FIRST_TODAY
-from toolgym.envs.apps.tracker.task_kit import (
+from toolgym.envs.apps.tracker.task_common import (
     by_priority,
     common_day,
     day_in_sprint,
-    day_of,
-    env_vars,
-    gold_call,
-    iso,
-    lookup_checks,
     members,
     open_tickets,
-    pick_phrasing,
     projects,
     sprint_in,
     unfinished,
-    unique_top,
 )
 from toolgym.envs.context import WEEKDAYS, resolve_date
 
@@ -42,13 +35,13 @@ def top_priority_assignee(rng: random.Random, world: World) -> TaskDraft | None:
         rows = open_tickets(world, project["id"], "type=? AND sprint_id=?", (kind, sprint["id"]))
     else:
         rows = open_tickets(world, project["id"], "type=?", (kind,))
-    top = unique_top(rows, by_priority)
+    top = kit.unique_best(rows, by_priority)
     if top is None or top["assignee"] is None:
         return None
     user = rng.choice(members(world, project["id"]))
     key, word = project["key"], KIND_WORDS[kind]
     where = f"the active {key} sprint" if in_sprint else f"project {project['name']} ({key})"
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Who is assigned the highest-priority open {word} in {where}? Give me the ticket key too.",
@@ -62,11 +55,11 @@ def top_priority_assignee(rng: random.Random, world: World) -> TaskDraft | None:
         arguments["sprint"] = "active"
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, day_in_sprint(rng, sprint)),
-        reference_solution=[gold_call("search_tickets", **arguments)],
+        env_variables=kit.env_for_username(world, user, day_in_sprint(rng, sprint)),
+        reference_solution=[kit.call("search_tickets", **arguments)],
         expected_answer=f"The highest-priority open {word} in {where} is {top['key']} ('{top['summary']}', "
         f"{top['priority']}); it is assigned to {top['assignee']}.",
-        checks=lookup_checks([top["key"], top["assignee"]]),
+        checks=kit.lookup_checks([top["key"], top["assignee"]], per_fact=False),
         difficulty=2,
         metadata={"phrasing": phrasing, "scope": "sprint" if in_sprint else "project"},
     )
@@ -117,13 +110,13 @@ def sprint_points(rng: random.Random, world: World) -> TaskDraft | None:
             f"Add up the story points of the Done tickets in {name}.",
         ]
         said = f"{name} completed {points} story points."
-    prompt, phrasing = pick_phrasing(rng, phrasings)
+    phrasing, prompt = kit.pick_phrasing(rng, phrasings)
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, day_in_sprint(rng, active)),
-        reference_solution=[gold_call("get_sprint", project=key, sprint="active" if mode != "closed" else name)],
+        env_variables=kit.env_for_username(world, user, day_in_sprint(rng, active)),
+        reference_solution=[kit.call("get_sprint", project=key, sprint="active" if mode != "closed" else name)],
         expected_answer=said,
-        checks=lookup_checks([str(points)]),
+        checks=kit.lookup_checks([str(points)], per_fact=False),
         difficulty=2,
         metadata={"phrasing": f"{mode}/{phrasing}", "mode": mode},
     )
@@ -136,7 +129,7 @@ def ticket_pull_request(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, project_id))
     repo, number = ticket["code_ref"].split("#")
     key = ticket["key"]
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Which pull request is linked to {key}, and what status is the ticket in?",
@@ -147,10 +140,10 @@ def ticket_pull_request(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, common_day(rng)),
-        reference_solution=[gold_call("get_ticket", key=key)],
+        env_variables=kit.env_for_username(world, user, common_day(rng)),
+        reference_solution=[kit.call("get_ticket", key=key)],
         expected_answer=f"{key} is linked to pull request #{number} in {repo}; the ticket is {ticket['status']}.",
-        checks=lookup_checks([repo, f"#{number}", ticket["status"]]),
+        checks=kit.lookup_checks([repo, f"#{number}", ticket["status"]], per_fact=False),
         difficulty=1,
         metadata={"phrasing": phrasing, "code_ref": ticket["code_ref"]},
     )
@@ -183,7 +176,7 @@ def my_due_tickets(rng: random.Random, world: World) -> TaskDraft | None:
         "GROUP BY t.assignee, t.due_date ORDER BY t.assignee, t.due_date"
     )
     pair = rng.choice(pairs)
-    resolved = _due_phrase(rng, day_of(pair["due_date"]))
+    resolved = _due_phrase(rng, kit.day_of(pair["due_date"]))
     if resolved is None:
         return None
     phrase, today = resolved
@@ -195,7 +188,7 @@ def my_due_tickets(rng: random.Random, world: World) -> TaskDraft | None:
     )
     if len(tickets) > 4:
         return None
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Which of my open tickets are due {phrase}?",
@@ -207,10 +200,10 @@ def my_due_tickets(rng: random.Random, world: World) -> TaskDraft | None:
     listed = "; ".join(f"{t['key']} ({t['summary']})" for t in tickets)
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, today),
-        reference_solution=[gold_call("search_tickets", assignee="me", due=phrase, status="open")],
+        env_variables=kit.env_for_username(world, user, today),
+        reference_solution=[kit.call("search_tickets", assignee="me", due=phrase, status="open")],
         expected_answer=f"You have {len(tickets)} open ticket(s) due {phrase} ({pair['due_date']}): {listed}.",
-        checks=lookup_checks([t["key"] for t in tickets]),
+        checks=kit.lookup_checks([t["key"] for t in tickets], per_fact=False),
         difficulty=2,
-        metadata={"phrasing": phrasing, "phrase": phrase, "due": pair["due_date"], "today": iso(today)},
+        metadata={"phrasing": phrasing, "phrase": phrase, "due": pair["due_date"], "today": kit.iso(today)},
     )

@@ -7,25 +7,20 @@ import datetime as dt
 import random
 from typing import Any
 
-from toolgym.envs import TaskDraft, World
+from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.tracker.content import PROJECTS, TEMPLATES
 from toolgym.envs.apps.tracker.data import FIRST_TODAY, fill_template
 from toolgym.envs.apps.tracker.rules import PRIORITIES, STORY_POINTS, hours_text, priority_rank
-from toolgym.envs.apps.tracker.task_kit import (
+from toolgym.envs.apps.tracker.task_common import (
     COMMENT_TEXTS,
     WORK_NOTES,
     by_priority,
     common_day,
     day_in_sprint,
-    env_vars,
-    gold_call,
-    iso,
     members,
     open_tickets,
-    pick_phrasing,
     projects,
     sprint_in,
-    unique_top,
 )
 from toolgym.envs.context import WEEKDAYS, resolve_date
 from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists
@@ -56,7 +51,7 @@ def file_ticket(rng: random.Random, world: World) -> TaskDraft | None:
     if sprint is not None:
         parts.append(f"in sprint {sprint['name']}")
     details = ", ".join(parts)
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Create a {kind} in {key} called '{summary}' — {details}.",
@@ -101,8 +96,8 @@ def file_ticket(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, common_day(rng)),
-        reference_solution=[gold_call("create_ticket", **arguments)],
+        env_variables=kit.env_for_username(world, user, common_day(rng)),
+        reference_solution=[kit.call("create_ticket", **arguments)],
         expected_answer=f"I created {new_key}: '{summary}' ({kind}, {details}).",
         checks=checks,
         difficulty=1,
@@ -117,7 +112,7 @@ def comment_on_ticket(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, project["id"]))
     text = rng.choice(COMMENT_TEXTS)
     key = ticket["key"]
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f'Add a comment to {key}: "{text}"',
@@ -128,8 +123,8 @@ def comment_on_ticket(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, common_day(rng)),
-        reference_solution=[gold_call("add_comment_to_ticket", key=key, body=text)],
+        env_variables=kit.env_for_username(world, user, common_day(rng)),
+        reference_solution=[kit.call("add_comment_to_ticket", key=key, body=text)],
         expected_answer=f"I added your comment to {key}.",
         checks=[
             RowExists(
@@ -163,7 +158,7 @@ def estimate_ticket(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, project["id"]))
     key = ticket["key"]
     also = f" and set its priority to {priority}" if priority else ""
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Estimate {key} at {points} story points{also}.",
@@ -196,8 +191,8 @@ def estimate_ticket(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, common_day(rng)),
-        reference_solution=[gold_call("update_ticket", **arguments)],
+        env_variables=kit.env_for_username(world, user, common_day(rng)),
+        reference_solution=[kit.call("update_ticket", **arguments)],
         expected_answer=f"{key} is now estimated at {points} story points"
         + (f" with priority {priority}." if priority else "."),
         checks=checks,
@@ -222,14 +217,14 @@ def take_oldest_bug(rng: random.Random, world: World) -> TaskDraft | None:
     if not bugs:
         return None
     oldest = rng.random() < 0.65
-    target = bugs[0] if oldest else unique_top(bugs, by_priority)
+    target = bugs[0] if oldest else kit.unique_best(bugs, by_priority)
     if target is None or target["status"] != "To Do":
         return None
     user = rng.choice(members(world, project["id"]))
     key = project["key"]
     which = "oldest" if oldest else "highest-priority"
     place = {"project": key, "sprint": f"the current {key} sprint", "backlog": f"the {key} backlog"}[scope]
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Grab the {which} unassigned bug in {place}: assign it to me and start working on it.",
@@ -244,11 +239,11 @@ def take_oldest_bug(rng: random.Random, world: World) -> TaskDraft | None:
         search["sprint"] = "active" if scope == "sprint" else "backlog"
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, day_in_sprint(rng, sprint)),
+        env_variables=kit.env_for_username(world, user, day_in_sprint(rng, sprint)),
         reference_solution=[
-            gold_call("search_tickets", **search),
-            gold_call("assign_ticket", key=target["key"], assignee="me"),
-            gold_call("transition_ticket", key=target["key"], status="In Progress"),
+            kit.call("search_tickets", **search),
+            kit.call("assign_ticket", key=target["key"], assignee="me"),
+            kit.call("transition_ticket", key=target["key"], status="In Progress"),
         ],
         expected_answer=f"I assigned {target['key']} ('{target['summary']}') to you and moved it to In Progress.",
         checks=[
@@ -291,14 +286,14 @@ def assign_in_sprint(rng: random.Random, world: World) -> TaskDraft | None:
         rows = [r for r in rows if r["story_points"]]
     if len(rows) < 2:
         return None
-    target = unique_top(rows, rank)
+    target = kit.unique_best(rows, rank)
     if target is None:
         return None
     team = members(world, project["id"])
     user, assignee = rng.choice(team), rng.choice(team)
     key = project["key"]
     who = "me" if assignee == user else assignee
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Of the unassigned tickets in the current {key} sprint, the one that {phrase} should go to {who}.",
@@ -309,10 +304,10 @@ def assign_in_sprint(rng: random.Random, world: World) -> TaskDraft | None:
     sort = {"due": "due", "priority": "priority", "points": "created"}[criterion]
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, day_in_sprint(rng, sprint)),
+        env_variables=kit.env_for_username(world, user, day_in_sprint(rng, sprint)),
         reference_solution=[
-            gold_call("search_tickets", project=key, sprint="active", assignee="none", status="open", sort=sort),
-            gold_call("assign_ticket", key=target["key"], assignee=assignee),
+            kit.call("search_tickets", project=key, sprint="active", assignee="none", status="open", sort=sort),
+            kit.call("assign_ticket", key=target["key"], assignee=assignee),
         ],
         expected_answer=f"I assigned {target['key']} ('{target['summary']}') to {assignee}.",
         checks=[
@@ -370,7 +365,7 @@ def log_my_work(rng: random.Random, world: World) -> TaskDraft | None:
     note = rng.choice(WORK_NOTES)
     amount = hours_text(round(hours * 60)).replace("h", " hours") if hours != 1 else "1 hour"
     key = project["key"]
-    prompt, phrasing = pick_phrasing(
+    phrasing, prompt = kit.pick_phrasing(
         rng,
         [
             f"Log {amount} for {phrase} on the ticket I'm working on (In Progress) in the current {key} sprint. "
@@ -383,16 +378,16 @@ def log_my_work(rng: random.Random, world: World) -> TaskDraft | None:
     minutes = round(hours * 60)
     return TaskDraft(
         prompt=prompt,
-        env_variables=env_vars(world, user, today),
+        env_variables=kit.env_for_username(world, user, today),
         reference_solution=[
-            gold_call("search_tickets", project=key, sprint="active", assignee="me", status="In Progress"),
-            gold_call("log_work", key=ticket["key"], hours=float(hours), date=phrase, note=note),
+            kit.call("search_tickets", project=key, sprint="active", assignee="me", status="In Progress"),
+            kit.call("log_work", key=ticket["key"], hours=float(hours), date=phrase, note=note),
         ],
-        expected_answer=f"I logged {hours_text(minutes)} on {ticket['key']} for {iso(day)}.",
+        expected_answer=f"I logged {hours_text(minutes)} on {ticket['key']} for {kit.iso(day)}.",
         checks=[
             RowExists(
                 table="worklogs",
-                where={"ticket_id": ticket["id"], "author": user, "minutes": minutes, "work_date": iso(day)},
+                where={"ticket_id": ticket["id"], "author": user, "minutes": minutes, "work_date": kit.iso(day)},
                 count=1,
                 weight=2,
                 label="work logged",

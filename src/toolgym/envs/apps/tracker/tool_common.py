@@ -203,3 +203,24 @@ def sprint_counts(ctx: ToolContext, sprint_id: int, project_id: int) -> dict[str
         "points_done": sum(r["story_points"] or 0 for r in finished),
         "points_remaining": sum(r["story_points"] or 0 for r in rows if r["status"] not in done),
     }
+
+
+def links_of(ctx: ToolContext, ticket_id: int) -> list[dict[str, Any]]:
+    outward = {"blocks": "blocks", "relates": "relates to", "duplicates": "duplicates"}
+    inward = {"blocks": "is blocked by", "relates": "relates to", "duplicates": "is duplicated by"}
+    rows = ctx.query(
+        "SELECT l.link_type, 'out' AS side, o.key, o.summary, o.status FROM ticket_links l "
+        "JOIN tickets o ON o.id = l.target_id WHERE l.source_id=? "
+        "UNION ALL SELECT l.link_type, 'in', o.key, o.summary, o.status FROM ticket_links l "
+        "JOIN tickets o ON o.id = l.source_id WHERE l.target_id=? ORDER BY 3",
+        (ticket_id, ticket_id),
+    )
+    return [
+        {
+            "type": (outward if r["side"] == "out" else inward)[r["link_type"]],
+            "key": r["key"],
+            "summary": r["summary"],
+            "status": r["status"],
+        }
+        for r in rows
+    ]

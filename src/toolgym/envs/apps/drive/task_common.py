@@ -13,20 +13,11 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from toolgym.envs import App, EnvContext, Tool, ToolContext, World, resolve_date
+from toolgym.envs import World, kit, resolve_date
 from toolgym.envs.apps.drive import tools as t
-from toolgym.schema import (
-    AnswerContains,
-    Check,
-    DiffOnly,
-    ExpectedChange,
-    ToolCall,
-    ToolNotCalled,
-)
-
-WINDOW_START = dt.date(2026, 4, 1)
-WINDOW_END = dt.date(2026, 8, 31)
-WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+from toolgym.envs.apps.drive.tool_common import RANK, name_taken, now
+from toolgym.envs.registry import get_app
+from toolgym.schema import AnswerContains, Check, ExpectedChange
 
 ROLE_PHRASES: dict[str, tuple[str, ...]] = {
     "viewer": ("as a viewer", "with view-only access", "read-only"),
@@ -46,7 +37,7 @@ class Owner:
     name: str
 
     def env(self, today: dt.date) -> dict[str, str]:
-        return {"CURRENT_DATE": today.isoformat(), "LOGGED_IN_USER": self.username, "LOGGED_IN_NAME": self.name}
+        return kit.env_vars(self.username, self.name, today)
 
 
 def drive_users(world: World) -> list[Owner]:
@@ -54,24 +45,17 @@ def drive_users(world: World) -> list[Owner]:
     return [Owner(r["username"], r["name"]) for r in rows]
 
 
-def random_day(rng: random.Random, start: dt.date = WINDOW_START, end: dt.date = WINDOW_END) -> dt.date:
-    return start + dt.timedelta(days=rng.randint(0, (end - start).days))
+class Reader(kit.SeedReader):
+    """The drive tools run on the read-only seed as `owner` on `today` (tools that write would fail)."""
 
-
-class Reader:
-    """Runs the app's tools on the read-only seed as `owner` on `today` (tools that write would fail)."""
-
-    def __init__(self, app: App, world: World, owner: Owner, today: dt.date) -> None:
+    def __init__(self, world: World, owner: Owner, today: dt.date) -> None:
+        super().__init__(get_app("drive"), world, owner.env(today))
         self.owner = owner
         self.today = today
-        self.ctx = ToolContext(db=world.db, env=EnvContext(owner.env(today)), app=app)
-
-    def __call__(self, fn: Tool, **arguments: Any) -> Any:
-        return fn.fn(self.ctx, **fn.bind_arguments(arguments))
 
     def stamp(self, offset: int = 0) -> str:
         """The timestamp the `offset`-th change of the episode gets (0: the first)."""
-        first = t.now(self.ctx)
+        first = now(self.ctx)
         return f"{first[:14]}{min(int(first[14:]) + offset, 59):02d}"
 
     def my_files(self) -> list[dict[str, Any]]:
@@ -94,16 +78,6 @@ class Reader:
         return future is None
 
 
-def call(tool_name: str, /, **arguments: Any) -> ToolCall:
-    return ToolCall(name=tool_name, arguments=arguments)
-
-
-def next_id(world: World, table: str, offset: int = 1) -> int:
-    """The rowid the `offset`-th insert into `table` gets on a fresh copy of the seed."""
-    row = world.one(f"SELECT COALESCE(MAX(id), 0) AS n FROM {table}")
-    return int(row["n"] if row else 0) + offset
-
-
 def people(world: World, exclude: set[str]) -> list[dict[str, Any]]:
     return [r for r in world.query("SELECT username, name FROM users ORDER BY username") if r["username"] not in exclude]
 
@@ -117,31 +91,6 @@ def pick_grantee(rng: random.Random, world: World, reader: Reader, file_ids: lis
         if all(reader.has_no_access(f, person["username"]) for f in file_ids):
             return person
     return None
-
-
-def unique_latest(rows: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
-    """The row with the largest `key`, or None when empty or tied (the task would be ambiguous)."""
-    if not rows:
-        return None
-    ordered = sorted(rows, key=lambda r: r[key], reverse=True)
-    if len(ordered) > 1 and ordered[0][key] == ordered[1][key]:
-        return None
-    return ordered[0]
-
-
-def phrase(rng: random.Random, phrasings: tuple[str, ...], **slots: str) -> tuple[int, str]:
-    """One phrasing, filled; its index goes into the task metadata (tests count distinct phrasings)."""
-    index = rng.randrange(len(phrasings))
-    return index, phrasings[index].format(**slots)
-
-
-def article(role: str) -> str:
-    """'a viewer', 'a commenter', 'an editor'."""
-    return f"an {role}" if role[0] in "aeiou" else f"a {role}"
-
-
-def long_date(day: dt.date) -> str:
-    return f"{WEEKDAY_NAMES[day.weekday()]}, {day:%B} {day.day}"
 
 
 @dataclass(frozen=True)
@@ -159,13 +108,13 @@ def past_day_options(day: dt.date) -> list[When]:
     options: list[When] = []
 
     def add(text: str, argument: str, today: dt.date) -> None:
-        if WINDOW_START <= today <= WINDOW_END and resolve_date(argument, today) == day:
+        if kit.FIRST_DAY <= today <= kit.LAST_DAY and resolve_date(argument, today) == day:
             options.append(When(text, argument, today, day))
 
     add("yesterday", "yesterday", day + dt.timedelta(days=1))
     for back in range(2, 6):
         add(f"{back} days ago", f"{back} days ago", day + dt.timedelta(days=back))
-    name = WEEKDAY_NAMES[day.weekday()]
+    name = kit.WEEKDAY_NAMES[day.weekday()]
     for ahead in range(2, 8):
         add(f"last {name}", f"last {name}", day + dt.timedelta(days=ahead))
     return options
@@ -182,19 +131,6 @@ def pick_past_day(rng: random.Random, day: dt.date) -> When | None:
 
 # -- checks --------------------------------------------------------------------------------------------
 
-def no_change(weight: float = 1.0) -> DiffOnly:
-    return DiffOnly(expected=[], weight=weight, label="nothing changed")
-
-
-def impossible_checks(write_tool: str) -> list[Check]:
-    """The request cannot be done: no change, no write attempted, and an 'I cannot' reply."""
-    return [
-        DiffOnly(expected=[], weight=2.0, label="nothing changed"),
-        ToolNotCalled(name=write_tool, weight=1.0, label=f"{write_tool} not called"),
-        AnswerContains(values=["cannot"], weight=1.0, label="says it cannot"),
-    ]
-
-
 def names_checks(names: list[str], weight: float = 1.0) -> list[Check]:
     """One answer check per name (partial credit per name found)."""
     return [AnswerContains(values=[n], weight=weight, label=f"mentions {n}") for n in names]
@@ -203,3 +139,21 @@ def names_checks(names: list[str], weight: float = 1.0) -> list[Check]:
 def logged(actor: str, action: str, **where: Any) -> ExpectedChange:
     """The activity row a change writes."""
     return ExpectedChange(table="activity", op="insert", where={"actor": actor, "action": action, **where})
+
+
+EDITOR = RANK["editor"]
+
+
+def setup(rng: random.Random, world: World) -> Reader:
+    return Reader(world, rng.choice(drive_users(world)), kit.random_day(rng))
+
+
+def uniquely_named(reader: Reader, files: list[dict]) -> list[dict]:
+    """The files whose name alone identifies them among everything the user can open."""
+    return [f for f in files if reader.by_name(f["name"]) is not None]
+
+
+def live_namesake(reader: Reader, file_id: int) -> bool:
+    """A file outside the trash in the same folder already has this (trashed) file's name."""
+    row = reader.ctx.one("SELECT folder_id, name FROM files WHERE id=?", (file_id,))
+    return row is None or name_taken(reader.ctx, row["folder_id"], row["name"], except_id=file_id) is not None

@@ -12,22 +12,10 @@ import datetime as dt
 import random
 from typing import Any
 
-from toolgym.envs import World
-from toolgym.envs.app import answer_has as answer_has  # re-exported: the check builders apps share
-from toolgym.envs.app import diff_only as diff_only
-from toolgym.envs.app import impossible_checks as impossible_checks
-from toolgym.envs.app import lookup_checks as lookup_checks
+from toolgym.envs import World, kit
 from toolgym.envs.apps.maps.rules import WEEKDAY_NAMES, nearby
-from toolgym.schema import (
-    Check,
-    ExpectedChange,
-    FieldEquals,
-    RowExists,
-    ToolCall,
-)
+from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
 
-FIRST_DAY = dt.date(2026, 4, 1)  # range of CURRENT_DATE in tasks
-LAST_DAY = dt.date(2026, 8, 31)
 MIN_GAP_KM = 0.1  # the runner-up must be at least this much farther for "nearest" to be clear-cut
 CATEGORY_WORDS = {
     "restaurant": "restaurant", "cafe": "cafe", "bakery": "bakery", "bar": "bar", "museum": "museum",
@@ -50,44 +38,9 @@ REVIEW_LINES: dict[int, tuple[str, ...]] = {
 }
 
 
-def iso(day: dt.date) -> str:
-    return day.isoformat()
-
-
-def day_of(text: str) -> dt.date:
-    return dt.date.fromisoformat(text)
-
-
-def human_date(day: dt.date) -> str:
-    """2026-05-03 -> 'May 3': some prompts say dates the way people do."""
-    return f"{day.strftime('%B')} {day.day}"
-
-
-def random_today(rng: random.Random, low: dt.date = FIRST_DAY, high: dt.date = LAST_DAY) -> dt.date:
-    return low + dt.timedelta(days=rng.randint(0, (high - low).days))
-
-
-def call(tool_name: str, /, **arguments: Any) -> ToolCall:
-    return ToolCall(name=tool_name, arguments={k: v for k, v in arguments.items() if v is not None})
-
-
-def pick(rng: random.Random, rows: list[Any]) -> Any:
-    return rows[rng.randrange(len(rows))]
-
-
-def env_for(user: dict[str, Any], today: dt.date) -> dict[str, str]:
-    return {"CURRENT_DATE": iso(today), "LOGGED_IN_USER": user["username"], "LOGGED_IN_NAME": user["name"]}
-
-
 def users(world: World) -> list[dict[str, Any]]:
     """Every user has a home, a workplace, lists and visits in this app."""
     return world.query("SELECT * FROM users ORDER BY id")
-
-
-def user_by_id(world: World, user_id: int) -> dict[str, Any]:
-    row = world.one("SELECT * FROM users WHERE id=?", (user_id,))
-    assert row is not None, f"no user {user_id}"
-    return row
 
 
 def places(world: World, category: str | None = None) -> list[dict[str, Any]]:
@@ -114,10 +67,6 @@ def has_reviewed(world: World, user_id: int, place_id: int) -> bool:
     return world.one("SELECT 1 AS x FROM reviews WHERE user_id=? AND place_id=?", (user_id, place_id)) is not None
 
 
-def next_rowid(world: World, table: str, offset: int = 1) -> int:
-    return int(world.one(f"SELECT COALESCE(MAX(id), 0) AS n FROM {table}")["n"]) + offset  # type: ignore[index]
-
-
 def clear_nearest(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The nearest row (rows sorted nearest first), or None when the runner-up is too close to call."""
     if not rows:
@@ -125,16 +74,6 @@ def clear_nearest(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     if len(rows) > 1 and rows[1]["exact_km"] - rows[0]["exact_km"] < MIN_GAP_KM:
         return None
     return rows[0]
-
-
-def unique_top(rows: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
-    """The row with the largest `key`, or None when empty or tied."""
-    if not rows:
-        return None
-    ordered = sorted(rows, key=lambda r: (-r[key], r["id"]))
-    if len(ordered) > 1 and ordered[0][key] == ordered[1][key]:
-        return None
-    return ordered[0]
 
 
 def radius_for(distance_km: float) -> float:
@@ -162,7 +101,7 @@ def soon_phrase(rng: random.Random, today: dt.date, offset: int) -> str:
         return "today"
     if offset == 1:
         return rng.choice(("tomorrow", "tomorrow"))
-    return rng.choice((name, f"this {name}", f"next {name}", iso(target)))
+    return rng.choice((name, f"this {name}", f"next {name}", kit.iso(target)))
 
 
 def on_day(phrase: str) -> str:
@@ -174,12 +113,7 @@ def on_day(phrase: str) -> str:
 
 def clock_words(rng: random.Random, at: str) -> str:
     """'21:30' said as '21:30' or '9:30pm'."""
-    hour, minute = int(at[:2]), int(at[3:])
-    if rng.random() < 0.5:
-        return at
-    suffix = "am" if hour < 12 else "pm"
-    twelve = hour % 12 or 12
-    return f"{twelve}{suffix}" if minute == 0 else f"{twelve}:{minute:02d}{suffix}"
+    return at if rng.random() < 0.5 else kit.clock(at)
 
 
 # ---------------------------------------------------------------- checks
@@ -212,21 +146,12 @@ def review_change(user_id: int, place_id: int) -> ExpectedChange:
     return ExpectedChange(table="reviews", op="insert", where={"place_id": place_id, "user_id": user_id})
 
 
-def stars_words(stars: int) -> str:
-    return "1 star" if stars == 1 else f"{stars} stars"
-
-
-def names_list(names: list[str]) -> str:
-    """'A, B and C' (no doubled period when the text goes on after a name like 'Crumb & Co.')."""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
 def review_words(rng: random.Random) -> tuple[int, str]:
     stars = rng.choice((5, 5, 4, 4, 4, 3, 2, 1))
-    return stars, pick(rng, list(REVIEW_LINES[stars]))
+    return stars, rng.choice(list(REVIEW_LINES[stars]))
 
 
 def visits_on(world: World, user_id: int, day: dt.date) -> list[dict[str, Any]]:
     return world.query(
         "SELECT v.*, p.name, p.category FROM visits v JOIN places p ON p.id = v.place_id "
-        "WHERE v.user_id=? AND v.date=? ORDER BY v.arrived, v.id", (user_id, iso(day)))
+        "WHERE v.user_id=? AND v.date=? ORDER BY v.arrived, v.id", (user_id, kit.iso(day)))

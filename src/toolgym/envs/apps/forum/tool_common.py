@@ -153,3 +153,42 @@ def require_text(value: str, argument: str, low: int, high: int) -> str:
     if not low <= len(text) <= high:
         raise ToolError(f"argument '{argument}' must be {low}–{high} characters long; got {len(text)}")
     return text
+
+
+MAX_LIMIT = 25
+
+
+def check_limit(value: int, high: int = MAX_LIMIT) -> int:
+    if not 1 <= value <= high:
+        raise ToolError(f"argument 'limit' must be between 1 and {high}; got {value}")
+    return value
+
+
+def post_summary(row: dict[str, Any], comments: int) -> dict[str, Any]:
+    """The fields a listing shows; `row` carries community, author and flair names."""
+    return {
+        "post_id": row["id"],
+        "community": f"r/{row['community']}",
+        "title": row["title"],
+        "author": row["author"],
+        "created_on": row["created_on"],
+        "score": row["score"],
+        "flair": row["flair"],
+        "comments": comments,
+    }
+
+
+POST_SELECT = (
+    "SELECT p.*, c.name AS community, u.username AS author, f.name AS flair, "
+    "(SELECT COUNT(*) FROM comments cm WHERE cm.post_id = p.id AND cm.created_on <= :today) AS n_comments "
+    "FROM posts p JOIN communities c ON c.id = p.community_id JOIN users u ON u.id = p.author_id "
+    "LEFT JOIN flairs f ON f.id = p.flair_id"
+)
+
+
+POST_ORDER = {
+    "new": "p.created_on DESC, p.id DESC",
+    "old": "p.created_on ASC, p.id ASC",
+    "top": "p.score DESC, p.id ASC",
+    "comments": "n_comments DESC, p.id ASC",
+}

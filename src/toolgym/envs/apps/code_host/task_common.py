@@ -7,14 +7,12 @@ fixes the tasks.
 from __future__ import annotations
 
 import datetime as dt
-import random
 from typing import Any
 
 from toolgym.envs import World
-from toolgym.schema import AnswerContains, Check, DiffOnly, ToolCall, ToolNotCalled
+from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals
 
-FIRST_DAY = dt.date(2026, 4, 22)  # after the last seeded activity, inside the allowed CURRENT_DATE range
-LAST_DAY = dt.date(2026, 8, 31)
+FIRST_TODAY = dt.date(2026, 4, 22)  # after the last seeded activity, inside the allowed CURRENT_DATE range
 WRITE = ("write", "admin")
 
 COMMENT_TEXTS = [
@@ -45,29 +43,6 @@ BODY_TEXTS = [
     "",
 ]
 METHOD_PHRASES = {"merge": "merge", "squash": "squash-merge", "rebase": "rebase-merge"}
-
-
-def pick_phrasing(rng: random.Random, phrasings: list[str]) -> tuple[str, int]:
-    """One of several wordings, and which one (kept in metadata so tests can count phrasings)."""
-    index = rng.randrange(len(phrasings))
-    return phrasings[index], index
-
-
-def gold_call(name: str, **arguments: Any) -> ToolCall:
-    return ToolCall(name=name, arguments=arguments)
-
-
-def random_day(rng: random.Random, first: dt.date = FIRST_DAY, last: dt.date = LAST_DAY) -> dt.date:
-    return first + dt.timedelta(days=rng.randint(0, (last - first).days))
-
-
-def env_vars(world: World, user: str, today: dt.date) -> dict[str, str]:
-    row = world.one("SELECT name FROM users WHERE username=?", (user,))
-    return {
-        "CURRENT_DATE": today.isoformat(),
-        "LOGGED_IN_USER": user,
-        "LOGGED_IN_NAME": row["name"] if row else user,
-    }
 
 
 def full_name(repo: dict[str, Any]) -> str:
@@ -117,20 +92,17 @@ def fresh_reviewers(world: World, pr: dict[str, Any]) -> list[str]:
     return [u for u in members(world, pr["repo_id"], WRITE) if u != pr["author"] and u not in reviewed]
 
 
-def lookup_checks(values: list[str]) -> list[Check]:
-    return [
-        AnswerContains(values=values, weight=2, label="answer has the facts"),
-        DiffOnly(expected=[], weight=1, label="nothing changed"),
-    ]
-
-
-def impossible_checks(write_tool: str) -> list[Check]:
-    return [
-        DiffOnly(expected=[], weight=2, label="nothing changed"),
-        ToolNotCalled(name=write_tool, weight=1, label=f"{write_tool} not called"),
-        AnswerContains(values=["cannot"], weight=1, label="says it cannot"),
-    ]
-
-
 def label_phrase(label: str) -> str:
     return "bug" if label == "bug" else f"'{label}' issue"
+
+
+def assignment_checks(issue_id: int, assignee: str, label: str) -> list[Check]:
+    """The issue now has `assignee`, and nothing else changed: shared by the assign-to-someone and to-me tasks."""
+    return [
+        FieldEquals(table="issues", where={"id": issue_id}, field="assignee", value=assignee, weight=2, label=label),
+        DiffOnly(
+            expected=[ExpectedChange(table="issues", op="update", where={"id": issue_id}, fields=["assignee"])],
+            weight=1,
+            label="only that assignment",
+        ),
+    ]

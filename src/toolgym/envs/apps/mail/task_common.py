@@ -12,13 +12,10 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from toolgym.envs import App, EnvContext, Tool, ToolContext, World, resolve_date
-from toolgym.envs.apps.mail.content import AUTOMATED, SPAM
-from toolgym.schema import ToolCall
+from toolgym.envs import World, kit, resolve_date
+from toolgym.envs.apps.mail.content import AUTOMATED, SPAM, TOPICS
+from toolgym.envs.registry import get_app
 
-WINDOW_START = dt.date(2026, 4, 1)
-WINDOW_END = dt.date(2026, 8, 31)
-WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 AUTOMATED_ADDRESSES = frozenset(a[1] for a in AUTOMATED) | frozenset(s[1] for s in SPAM)
 
 
@@ -29,7 +26,7 @@ class Owner:
     email: str
 
     def env(self, today: dt.date) -> dict[str, str]:
-        return {"CURRENT_DATE": today.isoformat(), "LOGGED_IN_USER": self.username, "LOGGED_IN_NAME": self.name}
+        return kit.env_vars(self.username, self.name, today)
 
 
 def owners(world: World) -> list[Owner]:
@@ -37,28 +34,11 @@ def owners(world: World) -> list[Owner]:
     return [Owner(r["username"], r["name"], r["email"]) for r in rows]
 
 
-def random_day(rng: random.Random, start: dt.date = WINDOW_START, end: dt.date = WINDOW_END) -> dt.date:
-    return start + dt.timedelta(days=rng.randint(0, (end - start).days))
+class Reader(kit.SeedReader):
+    """The mail tools run on the read-only seed as `owner` on `today` (tools that write would fail)."""
 
-
-class Reader:
-    """Runs the app's tools on the read-only seed as `owner` on `today` (tools that write would fail)."""
-
-    def __init__(self, app: App, world: World, owner: Owner, today: dt.date) -> None:
-        self.ctx = ToolContext(db=world.db, env=EnvContext(owner.env(today)), app=app)
-
-    def __call__(self, fn: Tool, **arguments: Any) -> Any:
-        return fn.fn(self.ctx, **fn.bind_arguments(arguments))
-
-
-def call(name: str, **arguments: Any) -> ToolCall:
-    return ToolCall(name=name, arguments=arguments)
-
-
-def next_id(world: World, table: str) -> int:
-    """The rowid the next insert into `table` gets on a fresh copy of the seed."""
-    row = world.one(f"SELECT COALESCE(MAX(id), 0) + 1 AS n FROM {table}")
-    return int(row["n"]) if row else 1
+    def __init__(self, world: World, owner: Owner, today: dt.date) -> None:
+        super().__init__(get_app("mail"), world, owner.env(today))
 
 
 def folder_id(world: World, owner: Owner, name: str) -> int:
@@ -70,21 +50,6 @@ def folder_id(world: World, owner: Owner, name: str) -> int:
 
 def is_person(address: str) -> bool:
     return address.lower() not in AUTOMATED_ADDRESSES
-
-
-def long_date(day: dt.date) -> str:
-    return f"{WEEKDAY_NAMES[day.weekday()]}, {day:%B} {day.day}"
-
-
-def clock(hhmm: str, style: int) -> str:
-    """'14:30' in one of three spoken styles: '14:30', '2:30pm', '2:30 PM' ('2pm' on the hour)."""
-    if style == 0:
-        return hhmm
-    hour, minute = int(hhmm[:2]), int(hhmm[3:])
-    suffix = "pm" if hour >= 12 else "am"
-    twelve = hour - 12 if hour > 12 else hour
-    text = f"{twelve}" if minute == 0 else f"{twelve}:{minute:02d}"
-    return f"{text}{suffix}" if style == 1 else f"{text} {suffix.upper()}"
 
 
 @dataclass(frozen=True)
@@ -103,14 +68,14 @@ def when_options(day: dt.date, allow_today: bool = True) -> list[When]:
     options: list[When] = []
 
     def add(noun: str, adverb: str, argument: str, today: dt.date) -> None:
-        if WINDOW_START <= today <= WINDOW_END and resolve_date(argument, today) == day:
+        if kit.FIRST_DAY <= today <= kit.LAST_DAY and resolve_date(argument, today) == day:
             options.append(When(noun, adverb, argument, today, day))
 
     if allow_today:
         add("today", "today", "today", day)
     add("tomorrow", "tomorrow", "tomorrow", day - dt.timedelta(days=1))
     add("the day after tomorrow", "the day after tomorrow", "day after tomorrow", day - dt.timedelta(days=2))
-    name = WEEKDAY_NAMES[day.weekday()]
+    name = kit.WEEKDAY_NAMES[day.weekday()]
     for back in range(1, 7):
         add(name, f"on {name}", name, day - dt.timedelta(days=back))
     for back in range(1, 8):
@@ -188,3 +153,6 @@ OUTSIDE_ADDRESSES: tuple[str, ...] = (
     "tom.becker@litware.io", "aisha.khan@proseware.com", "jonas.lind@fourthcoffee.com",
     "emma.dubois@margiestravel.com",
 )
+
+
+KEYWORDS = tuple(topic.keyword for topic in TOPICS)

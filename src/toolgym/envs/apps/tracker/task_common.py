@@ -11,10 +11,9 @@ import datetime as dt
 import random
 from typing import Any
 
-from toolgym.envs import World
+from toolgym.envs import World, kit
 from toolgym.envs.apps.tracker.data import FIRST_TODAY
 from toolgym.envs.apps.tracker.rules import done_statuses, priority_rank
-from toolgym.schema import AnswerContains, Check, DiffOnly, ToolCall, ToolNotCalled
 
 COMMON_LAST_TODAY = dt.date(2026, 6, 7)  # every project's active sprint is still running on this day
 
@@ -28,33 +27,6 @@ COMMENT_TEXTS = [
     "Raising priority after the incident review.",
 ]
 WORK_NOTES = ["Implementation", "Code review fixes", "Debugging on staging", "Writing tests", "Pairing session"]
-
-
-def pick_phrasing(rng: random.Random, phrasings: list[str]) -> tuple[str, int]:
-    """One of several wordings, and which one (kept in metadata so tests can count phrasings)."""
-    index = rng.randrange(len(phrasings))
-    return phrasings[index], index
-
-
-def gold_call(name: str, **arguments: Any) -> ToolCall:
-    return ToolCall(name=name, arguments=arguments)
-
-
-def iso(day: dt.date) -> str:
-    return day.isoformat()
-
-
-def day_of(text: str) -> dt.date:
-    return dt.date.fromisoformat(text)
-
-
-def env_vars(world: World, user: str, today: dt.date) -> dict[str, str]:
-    row = world.one("SELECT name FROM users WHERE username=?", (user,))
-    return {
-        "CURRENT_DATE": iso(today),
-        "LOGGED_IN_USER": user,
-        "LOGGED_IN_NAME": row["name"] if row else user,
-    }
 
 
 def projects(world: World) -> list[dict[str, Any]]:
@@ -88,12 +60,11 @@ def sprint_in(world: World, project_id: int, state: str) -> dict[str, Any] | Non
 
 def day_in_sprint(rng: random.Random, sprint: dict[str, Any]) -> dt.date:
     """A CURRENT_DATE while the sprint runs and after the seeded activity."""
-    low, high = max(FIRST_TODAY, day_of(sprint["start_date"])), day_of(sprint["end_date"])
-    return low + dt.timedelta(days=rng.randint(0, max(0, (high - low).days)))
+    return kit.random_day(rng, max(FIRST_TODAY, kit.day_of(sprint["start_date"])), kit.day_of(sprint["end_date"]))
 
 
 def common_day(rng: random.Random) -> dt.date:
-    return FIRST_TODAY + dt.timedelta(days=rng.randint(0, (COMMON_LAST_TODAY - FIRST_TODAY).days))
+    return kit.random_day(rng, FIRST_TODAY, COMMON_LAST_TODAY)
 
 
 def unfinished(world: World, project_id: int) -> set[str]:
@@ -115,16 +86,6 @@ def open_tickets(world: World, project_id: int, where: str = "1=1", params: tupl
     return [r for r in rows if r["status"] in todo]
 
 
-def unique_top(rows: list[dict[str, Any]], rank: Any) -> dict[str, Any] | None:
-    """The row ranked first by `rank(row)`, or None if there is none or the first place is tied."""
-    if not rows:
-        return None
-    ordered = sorted(rows, key=lambda r: (rank(r), r["id"]))
-    if len(ordered) > 1 and rank(ordered[0]) == rank(ordered[1]):
-        return None
-    return ordered[0]
-
-
 def by_priority(row: dict[str, Any]) -> int:
     return priority_rank(row["priority"])
 
@@ -132,18 +93,3 @@ def by_priority(row: dict[str, Any]) -> int:
 def name_of(world: World, username: str) -> str:
     row = world.one("SELECT name FROM users WHERE username=?", (username,))
     return row["name"] if row else username
-
-
-def lookup_checks(values: list[str]) -> list[Check]:
-    return [
-        AnswerContains(values=values, weight=2, label="answer has the facts"),
-        DiffOnly(expected=[], weight=1, label="nothing changed"),
-    ]
-
-
-def impossible_checks(write_tool: str) -> list[Check]:
-    return [
-        DiffOnly(expected=[], weight=2, label="nothing changed"),
-        ToolNotCalled(name=write_tool, weight=1, label=f"{write_tool} not called"),
-        AnswerContains(values=["cannot"], weight=1, label="says it cannot"),
-    ]

@@ -10,37 +10,18 @@ import datetime as dt
 import random
 from typing import Any
 
-from toolgym.envs import World
-from toolgym.envs.apps.forum.corpus import COMMUNITIES, CommunitySpec
+from toolgym.envs import World, kit
+from toolgym.envs.apps.forum.content import COMMUNITIES, CommunitySpec
 from toolgym.envs.apps.forum.data import capitalize_first, fill
-from toolgym.schema import ToolCall
 
 LATE_FIRST = dt.date(2026, 8, 21)  # every seeded item is dated on or before 2026-08-20
 LATE_LAST = dt.date(2026, 8, 31)
 CONTEXT_FIRST = dt.date(2026, 4, 1)
 
 
-def day_between(rng: random.Random, first: dt.date, last: dt.date) -> dt.date:
-    return first + dt.timedelta(days=rng.randint(0, (last - first).days))
-
-
 def late_today(rng: random.Random) -> str:
     """A CURRENT_DATE after all seeded content: the whole forum is visible."""
-    return day_between(rng, LATE_FIRST, LATE_LAST).isoformat()
-
-
-def env_for(user: dict[str, Any], today: str) -> dict[str, str]:
-    return {"CURRENT_DATE": today, "LOGGED_IN_USER": user["username"], "LOGGED_IN_NAME": user["display_name"]}
-
-
-def call(name: str, **arguments: Any) -> ToolCall:
-    return ToolCall(name=name, arguments=arguments)
-
-
-def phrase(rng: random.Random, templates: tuple[str, ...], **slots: Any) -> tuple[str, int]:
-    """One of the templates filled with the slots, and its index (kept in metadata)."""
-    index = rng.randrange(len(templates))
-    return templates[index].format(**slots), index
+    return kit.random_day(rng, LATE_FIRST, LATE_LAST).isoformat()
 
 
 def spec_of(name: str) -> CommunitySpec:
@@ -52,12 +33,6 @@ def spec_of(name: str) -> CommunitySpec:
 
 def communities(world: World) -> list[dict[str, Any]]:
     return world.query("SELECT * FROM communities ORDER BY id")
-
-
-def user(world: World, user_id: int) -> dict[str, Any]:
-    row = world.one("SELECT * FROM users WHERE id=?", (user_id,))
-    assert row is not None
-    return row
 
 
 def viewers(world: World, community: dict[str, Any]) -> list[dict[str, Any]]:
@@ -115,9 +90,6 @@ def flairs(world: World, community_id: int) -> list[str]:
     return [r["name"] for r in world.query("SELECT name FROM flairs WHERE community_id=? ORDER BY id", (community_id,))]
 
 
-def unique_top(rows: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
-    """The row with the strictly largest `key`, or None on a tie or no rows."""
-    ordered = sorted(rows, key=lambda r: (-r[key], r["id"]))
-    if not ordered or (len(ordered) > 1 and ordered[1][key] == ordered[0][key]):
-        return None
-    return ordered[0]
+def comment_count(world: World, post_id: int, today: str) -> int:
+    row = world.one("SELECT COUNT(*) AS n FROM comments WHERE post_id=? AND created_on <= ?", (post_id, today))
+    return int(row["n"]) if row else 0

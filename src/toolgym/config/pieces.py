@@ -1,0 +1,127 @@
+"""Shared pieces of the config tree: each default is stated here once and composed into the commands' configs.
+
+Composition is by inheritance where the YAML keeps one flat mapping (an eval's `max_turns` sits next to its
+`trials`) and by a nested field where the YAML has a section (`lora:`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+from pydantic import Field, field_validator, model_validator
+
+from toolgym.config.base import Section
+
+DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+Split = Literal["train", "heldout_tasks", "heldout_env"]
+SelectedSplit = Literal["train", "heldout_tasks", "heldout_env", "eval"]
+
+
+class EpisodeLimits(Section):
+    """How long one episode may run (the agent loop's limits)."""
+
+    max_turns: int = Field(20, ge=1)
+    """Agent turns per episode at most."""
+    max_context_tokens: int = Field(4096, ge=16)
+    """Prompt plus history tokens at most; an episode that outgrows it ends truncated."""
+    timeout_s: float = Field(120.0, gt=0)
+    """Wall clock per episode, seconds."""
+    done_tool: bool = False
+    """Give the agent a `done(answer)` tool."""
+    max_format_errors: int | None = Field(None, ge=1)
+    """End an episode after this many malformed tool calls (null: answer each with feedback and go on)."""
+
+
+class Sampling(Section):
+    """How each turn is sampled."""
+
+    temperature: float = Field(1.0, ge=0)
+    """Sampling temperature (0: greedy)."""
+    top_p: float = Field(1.0, gt=0, le=1)
+    """Nucleus sampling mass (1: off)."""
+    top_k: int = Field(0, ge=0)
+    """Keep only the k most likely tokens (0: off)."""
+    max_new_tokens: int = Field(512, ge=1)
+    """Generation budget per turn, tokens."""
+
+
+class Lora(Section):
+    """LoRA adapters: one shape for SFT, RFT and GRPO (`lora: true` is short for `lora: {enabled: true}`)."""
+
+    enabled: bool = False
+    """Train a LoRA adapter instead of all weights."""
+    rank: int = Field(32, ge=1)
+    """Adapter rank r."""
+    alpha: int = Field(64, ge=1)
+    """LoRA alpha (the adapter's scale is alpha / rank)."""
+    dropout: float = Field(0.05, ge=0, le=1)
+    """Adapter dropout (GRPO switches it off while sampling and updating: dropout breaks the ratio)."""
+    target_modules: list[str] = Field(default_factory=lambda: list(DEFAULT_TARGET_MODULES))
+    """Module names that get adapters."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"enabled": value} if isinstance(value, bool) else value
+
+    def to_config(self) -> Any:
+        """The peft LoraConfig of these settings."""
+        from peft import LoraConfig
+
+        return LoraConfig(r=self.rank, lora_alpha=self.alpha, lora_dropout=self.dropout,
+                          target_modules=list(self.target_modules), task_type="CAUSAL_LM")
+
+
+class OptimizerBasics(Section):
+    """What every trainer's optimizer step shares (the learning rate and schedule are each trainer's own)."""
+
+    weight_decay: float = Field(0.0, ge=0)
+    """AdamW weight decay."""
+    max_grad_norm: float = Field(1.0, ge=0)
+    """Clip the gradient norm to this (0: no clipping)."""
+    batch_tokens: int = Field(8192, ge=1)
+    """Padded tokens per micro-batch (length-bucketed; gradient accumulation over them)."""
+    precision: Literal["auto", "bf16", "fp32"] = "auto"
+    """auto (bf16 where the hardware has it) | bf16 | fp32."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass (less memory, more compute)."""
+
+
+class TaskSelection(Section):
+    """Which tasks of a dataset a command runs."""
+
+    tasks: str | None = None
+    """Dataset folder (with tasks.jsonl) or a tasks.jsonl file."""
+    split: SelectedSplit | None = None
+    """One split (eval: every held-out split); null: every split."""
+    envs: list[str] | None = None
+    """Environments to keep (null: all)."""
+    limit: int | None = Field(None, ge=1)
+    """Keep only the first N selected tasks."""
+
+    @field_validator("split", mode="before")
+    @classmethod
+    def _known_split(cls, value: Any) -> Any:
+        # Said in the words `load_tasks` uses, so a mistyped --split reads the same from every command.
+        if value is not None and value not in get_args(SelectedSplit):
+            raise ValueError(f"unknown split {value!r}; use one of {', '.join(get_args(SelectedSplit))}")
+        return value
+
+
+class PolicyTarget(Section):
+    """The policy a rollout or eval samples from."""
+
+    policy: str | None = None
+    """Policy spec: oracle | imperfect:KIND=RATE,...[,seed=N] | hf:MODEL_DIR[+lora:ADAPTER_DIR] |
+    vllm:MODEL_DIR[+lora:ADAPTER_DIR] | openai:BASE_URL#MODEL[#token]."""
+    device: str = "cpu"
+    """hf policies: torch device."""
+    max_batch_size: int = Field(32, ge=1)
+    """hf policies: rows per generate call."""
+    tokenizer: str | None = None
+    """openai token mode: a local tokenizer folder."""
+    prompt_style: str | None = None
+    """System prompt of chat-mode policies (oracle, imperfect:, openai:…): compact (tools listed in the system
+    prompt, for small models) | full (tools rendered by the chat template). Default: the served model's
+    toolgym.json for openai:MODEL, else full. Teacher rows for SFT must use the student's style (compact for
+    the shipped default). hf: and token mode always use the model's own toolgym.json."""

@@ -1,0 +1,85 @@
+"""The app kit: what every app's task families and tools share, defined once.
+
+Apps use it as `from toolgym.envs import kit` and `kit.call(...)`; docs/adding-an-app.md lists it in full.
+
+- dates: the CURRENT_DATE window (`FIRST_DAY`..`LAST_DAY`), `random_day`, `day_in_window`, `today_before`,
+  `human_date` ('May 3', 'Sunday, May 3', 'May 3, 2026');
+- phrasing: `phrase` / `pick_phrasing` (a wording and its index), `plural`, `names_list`, `with_article`,
+  `money`, `clock`;
+- picks: `pick` (a row or None), `unique_best` (a clear winner or None), `next_id`, `user_by_id`,
+  `env_vars` / `env_for` / `env_for_username`;
+- calls: `call` (a gold ToolCall) and `SeedReader` (an app's tools run on the read-only seed);
+- checks: `diff_only`, `answer_has`, `lookup_checks`, `impossible_checks`;
+- tooling (for tools): `date_arg`, `logged_in_user`, `payment_method`;
+- seeding (for schema.py and data.py): `named_rows`, `insert_population` into `POPULATION_USERS_TABLE`,
+  `insert_cards` into `CARDS_TABLE`;
+- package: `PackagedApp` and `read_policy`: an app package declares its parts, the kit wires them.
+"""
+
+from toolgym.envs.kit.calls import SeedReader, call
+from toolgym.envs.kit.checks import SAYS_IT_CANNOT, answer_has, diff_only, impossible_checks, lookup_checks
+from toolgym.envs.kit.dates import (
+    FIRST_DAY,
+    LAST_DAY,
+    WEEKDAY_NAMES,
+    day_in_window,
+    day_of,
+    human_date,
+    iso,
+    random_day,
+    today_before,
+)
+from toolgym.envs.kit.package import PackagedApp, read_policy
+from toolgym.envs.kit.phrasing import clock, money, names_list, phrase, pick_phrasing, plural, with_article
+from toolgym.envs.kit.picks import env_for, env_for_username, env_vars, next_id, pick, unique_best, user_by_id
+from toolgym.envs.kit.seeding import (
+    CARDS_TABLE,
+    POPULATION_USERS_TABLE,
+    insert_cards,
+    insert_population,
+    named_rows,
+)
+from toolgym.envs.kit.tooling import date_arg, logged_in_user, payment_method
+
+__all__ = [
+    "CARDS_TABLE",
+    "FIRST_DAY",
+    "LAST_DAY",
+    "POPULATION_USERS_TABLE",
+    "SAYS_IT_CANNOT",
+    "WEEKDAY_NAMES",
+    "PackagedApp",
+    "SeedReader",
+    "answer_has",
+    "call",
+    "clock",
+    "date_arg",
+    "day_in_window",
+    "day_of",
+    "diff_only",
+    "env_for",
+    "env_for_username",
+    "env_vars",
+    "human_date",
+    "impossible_checks",
+    "insert_cards",
+    "insert_population",
+    "iso",
+    "logged_in_user",
+    "lookup_checks",
+    "money",
+    "named_rows",
+    "names_list",
+    "next_id",
+    "payment_method",
+    "phrase",
+    "pick",
+    "pick_phrasing",
+    "plural",
+    "random_day",
+    "read_policy",
+    "today_before",
+    "unique_best",
+    "user_by_id",
+    "with_article",
+]

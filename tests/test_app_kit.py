@@ -1,0 +1,81 @@
+"""The app kit's helpers: the variants apps rely on to keep their generated tasks byte-identical."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+import pytest
+
+from toolgym.envs import kit
+from toolgym.envs.examples.toy import APP
+from toolgym.schema import AnswerContains, DiffOnly, ToolNotCalled
+
+
+def test_human_date_says_a_date_three_ways() -> None:
+    day = dt.date(2026, 5, 3)
+    assert kit.human_date(day) == kit.human_date("2026-05-03") == "May 3"
+    assert kit.human_date(day, weekday=True) == "Sunday, May 3"
+    assert kit.human_date("2026-05-03", year=True) == "May 3, 2026"
+
+
+def test_days_stay_in_the_window_and_an_empty_window_is_none() -> None:
+    rng = random.Random(1)
+    assert all(kit.FIRST_DAY <= kit.random_day(rng) <= kit.LAST_DAY for _ in range(50))
+    assert kit.today_before(rng, kit.FIRST_DAY) is None  # nothing before the first day
+    day = dt.date(2026, 6, 10)
+    for _ in range(50):
+        today = kit.today_before(rng, day, 5)
+        assert today is not None and day - dt.timedelta(days=5) <= today < day
+    assert kit.today_before(rng, day, 0, same_day=True) == day
+
+
+def test_a_tie_or_nothing_has_no_best() -> None:
+    rows = [{"id": 1, "price": 5}, {"id": 2, "price": 3}, {"id": 3, "price": 9}]
+    assert kit.unique_best(rows, "price")["id"] == 2
+    assert kit.unique_best(rows, "price", largest=True)["id"] == 3
+    assert kit.unique_best(rows, lambda r: -r["id"])["id"] == 3
+    assert kit.unique_best([*rows, {"id": 4, "price": 3}], "price") is None
+    assert kit.unique_best([], "price") is None
+    assert kit.pick(random.Random(0), []) is None
+
+
+def test_phrase_returns_the_index_and_draws_like_choice() -> None:
+    templates = ("a {x}", "b {x}", "c {x}")
+    index, text = kit.phrase(random.Random(3), templates, x="y")
+    assert text == templates[index].format(x="y")
+    assert templates[index] == random.Random(3).choice(templates)
+
+
+@pytest.mark.parametrize(("count", "text"), [(1, "1 ticket"), (2, "2 tickets")])
+def test_plural(count: int, text: str) -> None:
+    assert kit.plural(count, "ticket") == text
+
+
+def test_wording_helpers() -> None:
+    assert kit.names_list(["A"]) == "A" and kit.names_list(["A", "B", "C"]) == "A, B and C"
+    assert kit.with_article("editor") == "an editor" and kit.with_article("viewer") == "a viewer"
+    assert kit.money(412000) == "$412,000"
+    assert [kit.clock("14:30", s) for s in (0, 1, 2)] == ["14:30", "2:30pm", "2:30 PM"]
+    assert kit.clock("09:00") == "9am"
+
+
+def test_check_builders_keep_the_labels_they_are_given() -> None:
+    default = kit.impossible_checks("book_flight")
+    assert [c.label for c in default] == ["nothing changed", "book_flight not called", "reply says it cannot be done"]
+    short = kit.impossible_checks(["vote", "report_post"], reply_label=kit.SAYS_IT_CANNOT,
+                                  attempt_label="{tool} not attempted", unchanged_label="no app changed")
+    assert isinstance(short[0], DiffOnly) and short[0].label == "no app changed"
+    assert [c.name for c in short if isinstance(c, ToolNotCalled)] == ["vote", "report_post"]
+    assert short[-1] == AnswerContains(values=["cannot"], weight=1.0, label="says it cannot")
+    assert [c.label for c in kit.lookup_checks(["x", "y"])] == ["answer mentions x", "answer mentions y", "nothing changed"]
+    assert [c.weight for c in kit.lookup_checks(["x", "y"], per_fact=False)] == [2.0, 1.0]
+
+
+def test_the_seed_reader_runs_tools_and_next_id_predicts_the_new_row() -> None:
+    world = APP.world()
+    env = kit.env_vars("ana", "Ana", dt.date(2026, 6, 1))
+    notes = kit.SeedReader(APP, world, env)(APP.tool("list_my_notes"))
+    assert notes and all(isinstance(n["id"], int) for n in notes)
+    assert kit.next_id(world, "notes") == 7 and kit.next_id(world, "notes", 2) == 8
+    assert kit.call("add_note", title="x", due=None).arguments == {"title": "x"}
