@@ -108,6 +108,31 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
+def _processes_holding(root: Path) -> list[int]:
+    """PIDs with an open file under `root`: the sandbox's processes still dying after a kill."""
+    holders = []
+    prefix = str(root)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in (entry / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd).startswith(prefix):
+                        holders.append(int(entry.name))
+                        break
+    return holders
+
+
+def _await_exit(scratch: Path, limit_s: float = 10.0) -> None:
+    """After a kill, the PID namespace's processes die after bwrap itself: wait until none holds a file here."""
+    deadline = time.monotonic() + limit_s
+    clear = 0
+    while clear < 3 and time.monotonic() < deadline:  # a dying process can miss one scan: three clear in a row
+        clear = 0 if set(_processes_holding(scratch)) - {os.getpid()} else clear + 1  # this process writes there
+        time.sleep(0.02)
+
+
 def _tail(path: Path) -> str:
     try:
         with open(path, "rb") as handle:
@@ -350,6 +375,7 @@ def _run_child(bwrap: Bwrap | None, scratch: Path, inputs: Path, timeout_s: floa
         except subprocess.TimeoutExpired:
             _kill_group(process)  # bwrap's death takes down its PID namespace (--die-with-parent)
             process.wait()
+            _await_exit(scratch)
             return Verdict.failure(f"verifier timed out after {timeout_s:g}s (its process group was killed)")
         finally:
             _kill_group(process)  # nothing the verifier started may outlive it
