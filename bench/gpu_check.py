@@ -345,7 +345,7 @@ def part_setup(check: Check) -> dict[str, Any]:
     import torch
     from transformers import AutoTokenizer
 
-    from toolgym.agent.render import MODEL_CONFIG_FILE, Renderer
+    from toolgym.chat.render import MODEL_CONFIG_FILE, Renderer
     from toolgym.data.convert import convert_run
     from toolgym.dataset.build import BuildConfig, generate_app_tasks
     from toolgym.envs import get_app

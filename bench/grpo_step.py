@@ -130,7 +130,7 @@ def prepare_model(bench: Suite, threads: int) -> Path:
     from transformers import AutoTokenizer
     from trl.chat_template_utils import qwen3_chat_template
 
-    from toolgym.agent.render import Renderer
+    from toolgym.chat.render import Renderer
     from toolgym.data.convert import convert_run
     from toolgym.model.tiny import init_tiny
     from toolgym.policy.oracle import OraclePolicy
@@ -265,7 +265,7 @@ def run_trl(bench: Suite, model: Path, tasks: list[Any], steps: int, threads: in
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from toolgym.agent.render import Renderer
+    from toolgym.chat.render import Renderer
 
     AcceleratorState._reset_state()  # the toolgym side ran in this process first; TRL makes its own Accelerator
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")

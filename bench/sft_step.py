@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from toolgym.agent.render import Renderer, load_prompt_style
+from toolgym.chat.render import Renderer, load_prompt_style
 from toolgym.data.convert import convert_run
 from toolgym.dataset.build import BuildConfig, generate_app_tasks
 from toolgym.envs import get_app

@@ -20,7 +20,7 @@ from test_agent_support import (
     user_task,
 )
 from toolgym.agent.episode import DONE_TOOL, run_episode
-from toolgym.agent.render import Renderer
+from toolgym.chat.render import Renderer
 from toolgym.policy.base import PolicyError, SamplingParams
 from toolgym.schema import Episode, Message, RowExists, ToolCall
 

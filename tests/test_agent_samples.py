@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from test_agent_support import qwen3_tokenizer
-from toolgym.agent.render import Renderer
 from toolgym.agent.samples import build_samples
+from toolgym.chat.render import Renderer
 from toolgym.schema import Message, TokenTurn, ToolCall
 
 

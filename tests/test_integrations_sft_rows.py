@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from test_integrations_support import app_tasks, oracle_rows, tiny_tokenizer
-from toolgym.agent.render import Renderer
+from toolgym.chat.render import Renderer
 from toolgym.data.convert import rendered_prompt_style, template_kwargs
 from toolgym.data.validate import validate_file
 from toolgym.integrations.trl import sft_rows

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from toolgym.agent.render import Renderer
+from toolgym.chat.render import Renderer
 from toolgym.data.convert import convert_run
 from toolgym.dataset.build import BuildConfig, generate_app_tasks
 from toolgym.envs import get_app

@@ -13,7 +13,7 @@ import pytest
 
 from test_integrations_support import MODEL_DIR, app_tasks, oracle_rows, tiny_tokenizer
 from toolgym.agent.episode import DONE_TOOL
-from toolgym.agent.render import Renderer, load_prompt_style
+from toolgym.chat.render import Renderer, load_prompt_style
 from toolgym.envs import make_env
 from toolgym.integrations.trl import (
     FINISHED,

@@ -7,8 +7,8 @@ import json
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from toolgym.agent.parse import get_parser
-from toolgym.agent.render import Renderer, load_prompt_style
+from toolgym.chat.parse import get_parser
+from toolgym.chat.render import Renderer, load_prompt_style
 from toolgym.model.pretrain.corpus import generate_episode
 from toolgym.model.pretrain.recipe import DEFAULT_MODEL_DIR, TinyRecipe, read_pretrain_settings
 from toolgym.model.pretrain.render import tokenize_episode

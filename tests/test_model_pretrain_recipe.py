@@ -10,7 +10,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from typer.testing import CliRunner
 
-from toolgym.agent.render import Renderer
+from toolgym.chat.render import Renderer
 from toolgym.cli.main import app
 from toolgym.model.pretrain.corpus import generate_episode
 from toolgym.model.pretrain.data import episode_stream, pack_batch

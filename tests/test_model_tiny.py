@@ -13,7 +13,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from typer.testing import CliRunner
 
 from test_agent_support import tiny_tokenizer
-from toolgym.agent.render import Renderer, load_prompt_style, read_model_config
+from toolgym.chat.render import Renderer, load_prompt_style, read_model_config
 from toolgym.cli.main import app as cli
 from toolgym.envs import registry
 from toolgym.model.tiny import PAD_TOKEN, SPECIAL_TOKENS, TAG_TOKENS, build_tokenizer, init_tiny, suite_corpus

@@ -115,7 +115,7 @@ def test_chat_completion_reports_usage_and_honours_max_tokens(server: PolicyServ
 
 def test_chat_tools_reach_the_model_whoever_wrote_the_system_prompt(server: PolicyServer) -> None:
     """A compact-style model reads tools from the system prompt; a generic client's tools go to the template."""
-    from toolgym.agent.render import system_prompt
+    from toolgym.chat.render import system_prompt
     from toolgym.schema import ToolSpec
 
     client = openai.OpenAI(base_url=server.url, api_key="EMPTY")
@@ -180,7 +180,7 @@ def test_malformed_tool_call_arguments_become_content_not_a_crash() -> None:
     assert generation.message is not None
     assert [(c.name, c.arguments, c.id) for c in generation.message.tool_calls or []] == [("list_my_notes", {}, "b")]
     assert '{"title": "x"' in (generation.message.content or "") and "[1, 2]" in (generation.message.content or "")
-    from toolgym.agent.parse import get_parser
+    from toolgym.chat.parse import get_parser
 
     assert len(get_parser("hermes").parse(generation.message.content or "").errors) == 2
 

@@ -19,7 +19,7 @@ import openai
 import pytest
 
 from test_rollout_support import PolicyServer, policy_server
-from toolgym.agent.parse import get_parser
+from toolgym.chat.parse import get_parser
 from toolgym.model.pretrain.recipe import DEFAULT_MODEL_DIR
 from toolgym.policy.base import SamplingParams
 from toolgym.policy.server_chat import build_reply, constraint, prompt_messages, strict_problem
@@ -83,7 +83,7 @@ def test_a_plain_client_gets_the_compact_tool_list_its_model_was_trained_on(
     """The system prompt a plain client writes holds no tools: the server adds the compact signatures."""
     from transformers import AutoTokenizer
 
-    from toolgym.agent.render import Renderer
+    from toolgym.chat.render import Renderer
     from toolgym.envs import make_env
 
     tools = make_env("code_host").tool_specs("agent")
@@ -100,7 +100,7 @@ def test_a_plain_client_gets_the_compact_tool_list_its_model_was_trained_on(
 
 
 def test_prompt_messages_leave_a_compact_system_prompt_alone_and_add_one_where_missing() -> None:
-    from toolgym.agent.render import system_prompt
+    from toolgym.chat.render import system_prompt
 
     own = [Message(role="system", content=system_prompt("You manage notes.", {}, [NOTES, ADD], "compact")),
            Message(role="user", content="hi")]

@@ -23,7 +23,7 @@ import pytest
 
 from test_agent_support import ScriptedChatPolicy, ScriptedTokenPolicy, tiny_tokenizer, toy_env, toy_task
 from toolgym.agent.episode import run_episode
-from toolgym.agent.parse import MAX_JSON_DEPTH, HermesParser
+from toolgym.chat.parse import MAX_JSON_DEPTH, HermesParser
 from toolgym.dataset.build import BuildConfig, generate_app_tasks, generate_composition_tasks
 from toolgym.envs import Environment, app_names, get_app, make_env
 from toolgym.envs.multi import composition_names, get_composition

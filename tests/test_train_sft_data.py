@@ -19,7 +19,7 @@ from test_agent_support import (
 )
 from test_train_sft_support import write_jsonl_rows
 from toolgym.agent.episode import run_episode
-from toolgym.agent.render import Renderer
+from toolgym.chat.render import Renderer
 from toolgym.policy.base import SamplingParams
 from toolgym.schema import ToolSpec, TrainingSample
 from toolgym.train.sft_data import (

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from test_rollout_support import broken_tasks, env_factory, toy_tasks
-from toolgym.agent.render import Renderer
+from toolgym.chat.render import Renderer
 from toolgym.policy.base import Generation, GenerationRequest, Policy, SamplingParams
 from toolgym.policy.oracle import OraclePolicy
 from toolgym.rollout.runner import RolloutSummary, run_rollout

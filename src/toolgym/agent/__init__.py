@@ -1,4 +1,5 @@
-"""The agent side of an episode: prompt rendering, tool-call parsing, the loop, training samples.
+"""The agent side of an episode: the loop and its training samples (rendering and parsing, from `toolgym.chat`,
+are re-exported for convenience).
 
 The episode loop (`run_episode`, `DONE_TOOL`, `format_feedback`) is imported on first use, so the
 light parts (rendering for the tokenizer build, parsing) do not pull in policies and verifiers.
@@ -6,7 +7,9 @@ light parts (rendering for the tokenizer build, parsing) do not pull in policies
 
 from typing import Any
 
-from toolgym.agent.parse import (
+from toolgym.agent.samples import build_samples
+from toolgym.agent.user import UserSimulator, UserTermination, split_termination
+from toolgym.chat.parse import (
     PARSERS,
     HermesParser,
     ParseResult,
@@ -14,7 +17,7 @@ from toolgym.agent.parse import (
     get_parser,
     register_parser,
 )
-from toolgym.agent.render import (
+from toolgym.chat.render import (
     MODEL_CONFIG_FILE,
     PROMPT_STYLES,
     PromptStyle,
@@ -24,8 +27,6 @@ from toolgym.agent.render import (
     read_model_config,
     system_prompt,
 )
-from toolgym.agent.samples import build_samples
-from toolgym.agent.user import UserSimulator, UserTermination, split_termination
 
 __all__ = [
     "DONE_TOOL",

@@ -16,10 +16,10 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from toolgym.agent.parse import ParseResult, ToolCallParser, get_parser, screen_calls
-from toolgym.agent.render import DONE_TOOL_NAME, Renderer, load_prompt_style
 from toolgym.agent.samples import build_samples
 from toolgym.agent.user import MARKER_OF, UserSimulator, UserTermination, bind_user_simulator
+from toolgym.chat.parse import ParseResult, ToolCallParser, get_parser, screen_calls
+from toolgym.chat.render import DONE_TOOL_NAME, Renderer, load_prompt_style
 from toolgym.envs import EnvError, Environment
 from toolgym.policy.base import Generation, GenerationRequest, Policy, SamplingParams
 from toolgym.schema import Episode, Message, Status, StopReason, Task, TokenTurn, ToolCall, ToolSpec, Verdict

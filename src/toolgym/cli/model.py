@@ -24,7 +24,7 @@ def init_tiny_command(
     vocab_size: int = typer.Option(4000, help="BPE vocabulary size of the tokenizer trained on the env suite."),
 ) -> None:
     """Train the tokenizer on the env suite and write a randomly initialised Qwen3ForCausalLM."""
-    from toolgym.agent.render import PROMPT_STYLES
+    from toolgym.chat.render import PROMPT_STYLES
     from toolgym.model.tiny import init_tiny
 
     if prompt_style not in PROMPT_STYLES:

@@ -69,7 +69,7 @@ def policy(
 
     Standard OpenAI clients work unchanged; docs/serving.md lists what each request parameter does.
     """
-    from toolgym.agent.render import PROMPT_STYLES
+    from toolgym.chat.render import PROMPT_STYLES
     from toolgym.policy.server import load_served_model, serve
 
     try:

@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from toolgym.agent.render import CALL_FORMAT, PromptStyle
 from toolgym.agent.samples import build_samples
+from toolgym.chat.render import CALL_FORMAT, PromptStyle
 from toolgym.data.rows import WEIGHT_FIELD, ResultsRow, canonical_json, is_format_feedback, iter_lines
 from toolgym.data.validate import Problem, RowChecker, check_messages
 from toolgym.rollout.results import RESULTS_FILE

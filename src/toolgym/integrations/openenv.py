@@ -38,7 +38,7 @@ from openenv.core.env_server.types import Action, Observation, State
 from pydantic import PrivateAttr
 
 from toolgym.agent.episode import DONE_TOOL
-from toolgym.agent.render import DONE_TOOL_NAME, Renderer
+from toolgym.chat.render import DONE_TOOL_NAME, Renderer
 from toolgym.envs import EnvError, Environment
 from toolgym.envs.registry import make_env
 from toolgym.schema import Task, Verdict

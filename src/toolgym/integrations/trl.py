@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from toolgym.agent.episode import DONE_TOOL
-from toolgym.agent.render import DONE_TOOL_NAME, PROMPT_STYLES, PromptStyle, Renderer
+from toolgym.chat.render import DONE_TOOL_NAME, PROMPT_STYLES, PromptStyle, Renderer
 from toolgym.data.convert import rendered_prompt_style
 from toolgym.data.rows import iter_lines
 from toolgym.envs import EnvError, Environment

@@ -19,7 +19,7 @@ from faker import Faker
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from toolgym.agent.render import DONE_TOOL_NAME, MODEL_CONFIG_FILE, PROMPT_STYLES, PromptStyle, system_prompt
+from toolgym.chat.render import DONE_TOOL_NAME, MODEL_CONFIG_FILE, PROMPT_STYLES, PromptStyle, system_prompt
 from toolgym.schema import ToolCall, ToolSpec
 
 logger = logging.getLogger(__name__)

@@ -251,7 +251,7 @@ def teacher_done(ctx: Context) -> bool:
 
 
 def run_teacher(ctx: Context) -> dict[str, Any]:
-    from toolgym.agent.render import Renderer, load_prompt_style
+    from toolgym.chat.render import Renderer, load_prompt_style
     from toolgym.data.convert import ConvertOptions, convert_run
     from toolgym.data.validate import validate_file
     from toolgym.policy.base import SamplingParams

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import openai
 
-from toolgym.agent.render import PromptStyle, load_prompt_style
+from toolgym.chat.render import PromptStyle, load_prompt_style
 from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError, SamplingParams
 from toolgym.schema import Message, ToolCall
 

@@ -32,8 +32,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from toolgym.agent.parse import ToolCallParser, get_parser
-from toolgym.agent.render import PromptStyle, Renderer, load_prompt_style
+from toolgym.chat.parse import ToolCallParser, get_parser
+from toolgym.chat.render import PromptStyle, Renderer, load_prompt_style
 from toolgym.http_guard import DEFAULT_MAX_BODY_BYTES, GuardSettings, RequestGuard, allowed_hosts_for
 from toolgym.policy.base import Generation, GenerationRequest, PolicyError, SamplingParams
 from toolgym.policy.hf import HFPolicy

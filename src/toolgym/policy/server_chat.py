@@ -27,8 +27,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolgym.agent.parse import ToolCallParser, split_reasoning, strip_trailing_stop
-from toolgym.agent.render import PromptStyle, system_prompt
+from toolgym.chat.parse import ToolCallParser, split_reasoning, strip_trailing_stop
+from toolgym.chat.render import PromptStyle, system_prompt
 from toolgym.policy.base import Generation
 from toolgym.policy.oracle import hermes_text
 from toolgym.policy.server_request import BadRequest, ChatRequest, ToolChoice

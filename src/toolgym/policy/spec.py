@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from toolgym.agent.render import PROMPT_STYLES
+from toolgym.chat.render import PROMPT_STYLES
 from toolgym.policy.base import Policy
 
 PROMPT_STYLE_HELP = (
@@ -39,11 +39,11 @@ def make_policy(
     if spec == "oracle":
         # The instructing oracle plays a plain reference solution exactly like OraclePolicy, and
         # speaks user-owned (dual-control) calls as instructions for the user simulator.
-        from toolgym.agent.users.instructing_oracle import InstructingOraclePolicy
+        from toolgym.policy.instructing_oracle import InstructingOraclePolicy
 
         return InstructingOraclePolicy(prompt_style=prompt_style)
     if spec.startswith("imperfect:"):
-        from toolgym.agent.users.instructing_oracle import InstructingOraclePolicy
+        from toolgym.policy.instructing_oracle import InstructingOraclePolicy
         from toolgym.policy.teacher import ImperfectTeacherPolicy, TeacherMistakes
 
         mistakes = TeacherMistakes.parse_spec(spec.removeprefix("imperfect:"))

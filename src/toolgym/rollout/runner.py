@@ -34,9 +34,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from toolgym.agent.parse import ToolCallParser
-from toolgym.agent.render import Renderer
 from toolgym.agent.user import UserSimulator
+from toolgym.chat.parse import ToolCallParser
+from toolgym.chat.render import Renderer
 from toolgym.dataset.manifest import read_manifest, write_manifest
 from toolgym.envs import Environment, make_env
 from toolgym.policy.base import Policy, SamplingParams

@@ -17,8 +17,8 @@ from dataclasses import replace
 from typing import Any
 
 from toolgym.agent.episode import run_episode
-from toolgym.agent.parse import ToolCallParser, get_parser
-from toolgym.agent.render import Renderer, load_prompt_style
+from toolgym.chat.parse import ToolCallParser, get_parser
+from toolgym.chat.render import Renderer, load_prompt_style
 from toolgym.envs import Environment, make_env
 from toolgym.policy.base import Policy, SamplingParams
 from toolgym.schema import Episode, Task

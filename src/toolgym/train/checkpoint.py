@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from toolgym.agent.render import MODEL_CONFIG_FILE
+from toolgym.chat.render import MODEL_CONFIG_FILE
 
 CHECKPOINTS_DIR = "checkpoints"
 STATE_FILE = "trainer_state.json"

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from toolgym.agent.render import Renderer, load_prompt_style
+from toolgym.chat.render import Renderer, load_prompt_style
 from toolgym.config.train import SFTConfig, migrate_flat_lora
 from toolgym.dataset.manifest import read_manifest, sha256_file, write_manifest
 from toolgym.schema import TrainingSample

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from toolgym.agent.render import Renderer, RenderError
 from toolgym.agent.samples import build_samples
+from toolgym.chat.render import Renderer, RenderError
 from toolgym.data.rows import WEIGHT_FIELD, iter_lines, row_kind
 from toolgym.data.validate import check_sft_row
 from toolgym.schema import Message, TokenTurn, ToolSpec, TrainingSample

@@ -4,8 +4,6 @@ Both follow the UserSimulator protocol of `toolgym.agent.user` and make one sess
 (`for_episode(task, env)`), because they act on that episode's environment with caller "user".
 """
 
-from toolgym.agent.users.actions import app_user_actions, instruction_for, parse_instructions
-from toolgym.agent.users.instructing_oracle import InstructingOraclePolicy
 from toolgym.agent.users.llm import LLMUserSession, LLMUserSimulator, user_system_prompt
 from toolgym.agent.users.scripted import (
     ScriptedUserSession,
@@ -13,6 +11,8 @@ from toolgym.agent.users.scripted import (
     UserSimulatorError,
     goal_met,
 )
+from toolgym.envs.user_actions import app_user_actions, instruction_for, parse_instructions
+from toolgym.policy.instructing_oracle import InstructingOraclePolicy
 
 __all__ = [
     "InstructingOraclePolicy",

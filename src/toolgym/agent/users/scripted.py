@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolgym.agent.user import STOP_MARKER, TRANSFER_MARKER, UserTermination, split_termination
-from toolgym.agent.users.actions import app_user_actions, normalize, parse_instructions, report_for
 from toolgym.envs import EnvError, Environment
+from toolgym.envs.user_actions import app_user_actions, normalize, parse_instructions, report_for
 from toolgym.schema import Message, Task, ToolCall, UserScenario
 
 OUT_OF_SCOPE_REPLY = "Sorry, I don't know that. ###OUT-OF-SCOPE###"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from toolgym.agent.render import Renderer
+from toolgym.chat.render import Renderer
 from toolgym.model.pretrain.corpus import generate_episode
 from toolgym.model.pretrain.render import TokenizedEpisode, tokenize_episode
 

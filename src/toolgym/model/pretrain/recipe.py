@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from toolgym.agent.render import MODEL_CONFIG_FILE, Renderer
+from toolgym.chat.render import MODEL_CONFIG_FILE, Renderer
 from toolgym.model.pretrain.corpus import SKILLS, generate_corpus
 from toolgym.model.pretrain.render import episode_text_plain
 from toolgym.model.pretrain.train import (

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolgym.agent.render import Renderer, system_prompt
+from toolgym.chat.render import Renderer, system_prompt
 from toolgym.model.pretrain.corpus import CorpusEpisode, Mark
 from toolgym.schema import Message
 

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from toolgym.agent.render import Renderer
+from toolgym.chat.render import Renderer
 from toolgym.model.pretrain.corpus import generate_episode
 from toolgym.model.pretrain.data import episode_stream, pack_batch, padded_batch
 from toolgym.model.pretrain.render import TokenizedEpisode, tokenize_episode

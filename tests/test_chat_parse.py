@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from toolgym.agent.parse import PARSERS, HermesParser, get_parser, register_parser, screen_calls
+from toolgym.chat.parse import PARSERS, HermesParser, get_parser, register_parser, screen_calls
 from toolgym.schema import ToolCall
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from test_agent_support import ENV_VARIABLES, qwen3_tokenizer, tiny_tokenizer, toy_env, toy_task
-from toolgym.agent.render import (
+from toolgym.chat.render import (
     CALL_FORMAT,
     Renderer,
     RenderError,
@@ -63,7 +63,7 @@ def test_compact_style_lists_signatures_and_call_format_without_schemas(tokenize
 
 @pytest.mark.parametrize("style", ["compact", "full"])
 def test_both_styles_render_calls_that_parse_back_to_the_same_calls(tokenizer: Any, style: str) -> None:
-    from toolgym.agent.parse import get_parser
+    from toolgym.chat.parse import get_parser
 
     env = toy_env()
     tools = env.tool_specs()

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from toolgym.agent.users.actions import app_user_actions, instruction_for
 from toolgym.envs import App, get_app
+from toolgym.envs.user_actions import app_user_actions, instruction_for
 from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError
 from toolgym.policy.oracle import FALLBACK_ANSWER, hermes_text
 from toolgym.schema import Message, Task, ToolCall
