@@ -32,7 +32,7 @@ from toolgym.envs.examples.toy import APP
 from toolgym.schema import Task, ToolCall
 from toolgym.schema.jsonl import dumps
 from toolgym.verify import isolation
-from toolgym.verify.sandbox import run_python_verifier
+from toolgym.verify.sandbox import processes_holding, run_python_verifier
 
 STRONG, PROBLEM = isolation.strong_isolation()
 needs_bwrap = pytest.mark.skipif(STRONG is None, reason=f"no strong isolation on this machine: {PROBLEM}")
@@ -514,21 +514,6 @@ def test_forging_a_pass_gains_only_what_returning_one_gives(tmp_path: Path) -> N
 # ---------------------------------------------------------------------------------------------
 
 
-def _processes_holding(root: Path) -> list[int]:
-    """PIDs with an open file under `root` (the sandbox's stdout/stderr live there)."""
-    holders = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            for fd in (entry / "fd").iterdir():
-                with contextlib.suppress(OSError):
-                    if os.readlink(fd).startswith(str(root)):
-                        holders.append(int(entry.name))
-                        break
-    return holders
-
-
 @needs_bwrap
 def test_sleeping_forever_is_a_timeout_and_nothing_survives(private_tempdir: Path) -> None:
     verdict = run(hostile("""
@@ -539,7 +524,7 @@ def test_sleeping_forever_is_a_timeout_and_nothing_survives(private_tempdir: Pat
             time.sleep(0.05)
     """), timeout_s=1.0)
     assert verdict.error == "verifier timed out after 1s (its process group was killed)"
-    assert _processes_holding(private_tempdir) == []
+    assert processes_holding(private_tempdir) == []
     assert list(private_tempdir.iterdir()) == []
 
 

@@ -48,7 +48,7 @@ def format_feedback(errors: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _answer_text(value: Any) -> str:
+def answer_text(value: Any) -> str:
     """The done tool's answer as text; whatever the model put there, this does not raise."""
     if value is None:
         return ""
@@ -207,7 +207,7 @@ class _EpisodeRun:
         for call in calls:
             self.counts[call.name] += 1
             if self.done_tool and call.name == DONE_TOOL_NAME:
-                self.episode.final_answer = _answer_text(call.arguments.get("answer"))
+                self.episode.final_answer = answer_text(call.arguments.get("answer"))
                 self._stop("ok", "done_tool")
                 return results, True
             began = time.perf_counter()

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from toolgym.agent.episode import DONE_TOOL
+from toolgym.agent.episode import DONE_TOOL, answer_text
 from toolgym.chat.render import DONE_TOOL_NAME, PROMPT_STYLES, PromptStyle, Renderer
 from toolgym.data.convert import rendered_prompt_style
 from toolgym.data.rows import iter_lines
@@ -189,17 +189,6 @@ def tool_method(spec: ToolSpec) -> Callable[..., str]:
 # -- the environment ---------------------------------------------------------------------------------------
 
 
-def _answer_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        return ""
-
-
 class ToolgymEnvironment:
     """One toolgym environment per instance (TRL pools and resets them); subclasses add the tool methods.
 
@@ -248,7 +237,7 @@ class ToolgymEnvironment:
         # Parameters the model left out arrive as None (the signature's default): the tool's own default applies.
         given = {k: v for k, v in arguments.items() if v is not None}
         if name == DONE_TOOL_NAME and self._done_tool:
-            self._final_answer, self._finished = _answer_text(given.get("answer")), True
+            self._final_answer, self._finished = answer_text(given.get("answer")), True
             return "Done."
         try:
             return self._env.call_tool(name, given).content

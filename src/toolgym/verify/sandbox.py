@@ -108,7 +108,7 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def _processes_holding(root: Path) -> list[int]:
+def processes_holding(root: Path) -> list[int]:
     """PIDs with an open file under `root`: the sandbox's processes still dying after a kill."""
     holders = []
     prefix = str(root)
@@ -129,7 +129,7 @@ def _await_exit(scratch: Path, limit_s: float = 10.0) -> None:
     deadline = time.monotonic() + limit_s
     clear = 0
     while clear < 3 and time.monotonic() < deadline:  # a dying process can miss one scan: three clear in a row
-        clear = 0 if set(_processes_holding(scratch)) - {os.getpid()} else clear + 1  # this process writes there
+        clear = 0 if set(processes_holding(scratch)) - {os.getpid()} else clear + 1  # this process writes there
         time.sleep(0.02)
 
 
