@@ -65,10 +65,10 @@ def _rows(model: type[BaseModel], prefix: str = "") -> list[str]:
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             nested.append((key, annotation))
             continue
-        help_text = " ".join((field.description or "").split())
+        help_text = " ".join((field.description or "").split()).replace("|", "\\|")  # a table cell
         rows.append(f"| `{key}` | {_type(annotation)} | {_default(field)} | {help_text} |")
     for key, sub in nested:
-        doc = " ".join((sub.__doc__ or "").split())
+        doc = " ".join((sub.__doc__ or "").split()).replace("|", "\\|")
         rows.append(f"| **`{key}`** | section | | {doc} |")
         rows.extend(_rows(sub, key + "."))
     return rows
