@@ -264,6 +264,12 @@ def move_message(ctx: ToolContext, message_id: int, folder: str) -> dict[str, An
     return {"id": message_id, "from_folder": row["folder"], "folder": target["name"], "moved": True}
 
 
+def _set_read(ctx: ToolContext, message_id: int, *, read: bool) -> dict[str, Any]:
+    message_row(ctx, me(ctx)["username"], message_id)  # mine, or a ToolError
+    ctx.db.execute("UPDATE messages SET is_read=? WHERE id=?", (int(read), message_id))
+    return {"id": message_id, "read": read}
+
+
 @tool
 def mark_as_read(ctx: ToolContext, message_id: int) -> dict[str, Any]:
     """Mark one of my messages as read.
@@ -271,10 +277,7 @@ def mark_as_read(ctx: ToolContext, message_id: int) -> dict[str, Any]:
     Args:
         message_id: Id of the message.
     """
-    owner = me(ctx)["username"]
-    message_row(ctx, owner, message_id)
-    ctx.db.execute("UPDATE messages SET is_read=1 WHERE id=?", (message_id,))
-    return {"id": message_id, "read": True}
+    return _set_read(ctx, message_id, read=True)
 
 
 @tool
@@ -284,10 +287,7 @@ def mark_as_unread(ctx: ToolContext, message_id: int) -> dict[str, Any]:
     Args:
         message_id: Id of the message.
     """
-    owner = me(ctx)["username"]
-    message_row(ctx, owner, message_id)
-    ctx.db.execute("UPDATE messages SET is_read=0 WHERE id=?", (message_id,))
-    return {"id": message_id, "read": False}
+    return _set_read(ctx, message_id, read=False)
 
 
 @tool

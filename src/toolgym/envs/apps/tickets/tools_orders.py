@@ -144,6 +144,19 @@ def list_my_ticket_transfers(
     return {"transfers": transfers, "total_found": len(rows)}
 
 
+def _pending_transfer(ctx: ToolContext, transfer_code: str, party: str, verb: str, not_yours: str
+                      ) -> tuple[dict, dict]:
+    """The logged-in user and their pending transfer (`party` names their side of it), or a ToolError."""
+    me = current_user(ctx)
+    transfer = find_transfer(ctx, transfer_code)
+    if transfer is None or transfer[party] != me["id"]:
+        raise ToolError(not_yours)
+    if transfer["status"] != "pending":
+        raise ToolError(f"transfer {transfer['transfer_code']} is already {transfer['status']}; "
+                        f"only pending transfers can be {verb}")
+    return me, transfer
+
+
 @tool
 def accept_ticket_transfer(ctx: ToolContext, transfer_code: str) -> dict:
     """Accept a pending transfer sent to the logged-in user: its tickets become yours.
@@ -151,14 +164,10 @@ def accept_ticket_transfer(ctx: ToolContext, transfer_code: str) -> dict:
     Args:
         transfer_code: The transfer code, e.g. 'TR-8XM3PA' (see list_my_ticket_transfers).
     """
-    me = current_user(ctx)
-    transfer = find_transfer(ctx, transfer_code)
-    if transfer is None or transfer["to_user_id"] != me["id"]:
-        raise ToolError(f"argument 'transfer_code': no transfer {transfer_code!r} was sent to you; "
-                        "see list_my_ticket_transfers(direction='received')")
-    if transfer["status"] != "pending":
-        raise ToolError(f"transfer {transfer['transfer_code']} is already {transfer['status']}; "
-                        "only pending transfers can be accepted")
+    me, transfer = _pending_transfer(
+        ctx, transfer_code, "to_user_id", "accepted",
+        f"argument 'transfer_code': no transfer {transfer_code!r} was sent to you; "
+        "see list_my_ticket_transfers(direction='received')")
     today = today_iso(ctx)
     if transfer["event_status"] == "cancelled":
         raise ToolError(f"{transfer['title']} on {transfer['date']} is cancelled; its tickets cannot be accepted")
@@ -181,14 +190,10 @@ def cancel_ticket_transfer(ctx: ToolContext, transfer_code: str) -> dict:
     Args:
         transfer_code: The transfer code, e.g. 'TR-8XM3PA' (see list_my_ticket_transfers).
     """
-    me = current_user(ctx)
-    transfer = find_transfer(ctx, transfer_code)
-    if transfer is None or transfer["from_user_id"] != me["id"]:
-        raise ToolError(f"argument 'transfer_code': you sent no transfer {transfer_code!r}; "
-                        "see list_my_ticket_transfers(direction='sent')")
-    if transfer["status"] != "pending":
-        raise ToolError(f"transfer {transfer['transfer_code']} is already {transfer['status']}; "
-                        "only pending transfers can be cancelled")
+    _, transfer = _pending_transfer(
+        ctx, transfer_code, "from_user_id", "cancelled",
+        f"argument 'transfer_code': you sent no transfer {transfer_code!r}; "
+        "see list_my_ticket_transfers(direction='sent')")
     today = today_iso(ctx)
     ctx.db.execute("UPDATE transfers SET status='cancelled', responded_on=? WHERE id=?", (today, transfer["id"]))
     ctx.db.execute("UPDATE tickets SET status='valid', transfer_id=NULL WHERE transfer_id=?", (transfer["id"],))
