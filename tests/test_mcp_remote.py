@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -302,3 +303,39 @@ def test_rollout_cli_runs_envs_over_mcp(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [r["reward"] for r in rows] == [1.0, 1.0]
     assert json.loads((out / "manifest.json").read_text())["config"]["env_mcp"] == ["stdio"]
+
+
+def test_profile_specs_configure_the_reset_hook_per_env_and_bad_profiles_name_the_field(tmp_path: Path) -> None:
+    profile = tmp_path / "notes.toml"
+    profile.write_text(
+        'server = ["python", "{env}_server.py"]\ncwd = "servers"\nhidden_tools = ["count_notes"]\n'
+        'result_field = "parsed_content"\n[reset]\nreset_tool = "reset_state"\nstate_key_argument = "state_key"\n',
+        encoding="utf-8",
+    )
+    spec = parse_remote_spec(f"notes=profile:{profile}")
+    assert spec.env == "notes" and spec.profile is not None
+    assert spec.server("notes") == ["python", "notes_server.py"]
+    env = remote_env_factory([f"notes=profile:{profile}", "stdio"], headers={"Authorization": "Bearer key"})("notes")
+    assert (env.argv, env.cwd, env.headers) == (["python", "notes_server.py"], str(tmp_path / "servers"), None)
+    assert env.reset_hook.reset_tool == "reset_state" and env.reset_hook.state_key_argument == "state_key"
+    assert (tuple(env.hidden_tools), env.result_field) == (("count_notes",), "parsed_content")
+    env.close()
+
+    json_profile = tmp_path / "notes.json"
+    json_profile.write_text(json.dumps({"server": "http://127.0.0.1:9/mcp", "reset": {"reset_tool": "reset"}}))
+    assert parse_remote_spec(f"profile:{json_profile}").profile.reset.reset_tool == "reset"  # type: ignore[union-attr]
+    bad = {
+        "missing.toml": ("hidden_tools = []\n", "field 'server': Field required"),
+        "typo.toml": ('server = "x"\n[reset]\nreset_tol = "r"\n', "field 'reset.reset_tol': Extra inputs"),
+        "http_dir.toml": ('server = "http://h/mcp"\n[reset]\nstate_dir_variable = "D"\n', "needs a stdio server"),
+        "broken.toml": ("server = [\n", "MCP env profile"),
+        "notes.yaml": ("server: x\n", "a profile is a .toml or .json file"),
+    }
+    for name, (text, message) in bad.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        with pytest.raises(ValueError, match="--env-mcp") as raised:
+            parse_remote_spec(f"notes=profile:{tmp_path / name}")
+        assert message in str(raised.value) and name in str(raised.value)
+    for text in ("profile:", f"profile:{tmp_path / 'absent.toml'}"):
+        with pytest.raises(ValueError, match="--env-mcp"):
+            parse_remote_spec(text)

@@ -45,21 +45,32 @@ _short.maxstring = _short.maxother = 80  # a rejected value is quoted, not copie
 
 
 @dataclass
-class FleetRecordError:
-    """A rejected record: where it is and which field is wrong."""
+class RecordError:
+    """A rejected record: where it is (file, line, and for importers that count them its index) and
+    which field is wrong. Shared by every task importer."""
 
     file: str
     line: int
     message: str
     field: str | None = None
     key: str | None = None
+    index: int | None = None  # 0-based position in the file's array, where the importer reports it
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" + (f": field '{self.field}'" if self.field else "")
+        where = f"{self.file}:{self.line}"
+        if self.index is not None:
+            where += f" (task #{self.index}" + (f", id {self.key!r}" if self.key else "") + ")"
+        if self.field:
+            where += f": field '{self.field}'"
         return f"{where}: {self.message}"
 
 
-class _Reject(Exception):
+FleetRecordError = RecordError  # the name it had before other importers shared it
+
+
+class Reject(Exception):
+    """A record (or one of its fields) that cannot become a task; raised while mapping, caught per record."""
+
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.message = message
@@ -71,7 +82,7 @@ class FleetImport:
     source: Path
     records: int = 0
     tasks: list[Task] = field(default_factory=list)
-    errors: list[FleetRecordError] = field(default_factory=list)
+    errors: list[RecordError] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------------------
@@ -86,7 +97,7 @@ def _skip_space(text: str, index: int) -> int:
 
 
 def _iter_array(text: str) -> Iterator[tuple[int, Any]]:
-    """(line where the element starts, element) for a JSON array; a syntax error ends it as a _Reject."""
+    """(line where the element starts, element) for a JSON array; a syntax error ends it as a Reject."""
     decoder = json.JSONDecoder()
     index = _skip_space(text, 0) + 1  # past '['
     line, counted = 1, 0
@@ -102,25 +113,25 @@ def _iter_array(text: str) -> Iterator[tuple[int, Any]]:
         return
     while True:
         if index >= len(text):
-            yield line_at(len(text)), _Reject("invalid JSON: the array is not closed with ']'")
+            yield line_at(len(text)), Reject("invalid JSON: the array is not closed with ']'")
             return
         start_line = line_at(index)
         try:
             value, end = decoder.raw_decode(text, index)
         except json.JSONDecodeError as exc:
-            yield start_line, _Reject(
+            yield start_line, Reject(
                 f"invalid JSON in the record starting here: {exc.msg} at line {exc.lineno} column {exc.colno}; "
                 "records after it were not read"
             )
             return
         except (RecursionError, ValueError) as exc:  # nesting past the stack, or the integer digit limit
             what = "nested too deeply" if isinstance(exc, RecursionError) else "an integer has too many digits"
-            yield start_line, _Reject(f"invalid JSON in the record starting here: {what}; records after it were not read")
+            yield start_line, Reject(f"invalid JSON in the record starting here: {what}; records after it were not read")
             return
         try:
             check_value(value)
         except BadJson as exc:
-            yield start_line, _Reject(exc.message, exc.field)
+            yield start_line, Reject(exc.message, exc.field)
         else:
             yield start_line, value
         index = _skip_space(text, end)
@@ -129,7 +140,7 @@ def _iter_array(text: str) -> Iterator[tuple[int, Any]]:
             continue
         if index < len(text) and text[index] == "]":
             return
-        yield line_at(min(index, len(text))), _Reject("invalid JSON: expected ',' or ']' after a record; records after it were not read")
+        yield line_at(min(index, len(text))), Reject("invalid JSON: expected ',' or ']' after a record; records after it were not read")
         return
 
 
@@ -141,11 +152,11 @@ def _iter_jsonl(data: bytes) -> Iterator[tuple[int, Any]]:
         try:
             yield number, loads(raw)
         except BadJson as exc:
-            yield number, _Reject(exc.message, exc.field)
+            yield number, Reject(exc.message, exc.field)
 
 
 def iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """(line, record) pairs from a JSON array or a JSONL file; unreadable records come as _Reject."""
+    """(line, record) pairs from a JSON array or a JSONL file; unreadable records come as Reject."""
     data = Path(path).read_bytes().removeprefix(b"\xef\xbb\xbf")
     stripped = data.lstrip(b" \t\r\n")
     if not stripped.startswith(b"["):
@@ -156,7 +167,7 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        yield line, _Reject(f"invalid UTF-8: byte 0x{data[exc.start]:02x} at column {column}; no record was read")
+        yield line, Reject(f"invalid UTF-8: byte 0x{data[exc.start]:02x} at column {column}; no record was read")
         return
     yield from _iter_array(text)
 
@@ -174,7 +185,7 @@ def _pick(record: dict[str, Any], target: str) -> tuple[str, Any]:
     name, value = present[0]
     for other, other_value in present[1:]:
         if other_value != value:
-            raise _Reject(f"disagrees with '{other}' ({_short.repr(other_value)} vs {_short.repr(value)})", name)
+            raise Reject(f"disagrees with '{other}' ({_short.repr(other_value)} vs {_short.repr(value)})", name)
     return name, value
 
 
@@ -183,10 +194,10 @@ def _text(record: dict[str, Any], target: str, required: bool) -> tuple[str, str
     if value is None:
         if required:
             names = " or ".join(f"'{n}'" for n in FIELD_ALIASES[target])
-            raise _Reject(f"missing (give {names})", name)
+            raise Reject(f"missing (give {names})", name)
         return name, None
     if not isinstance(value, str) or not value.strip():
-        raise _Reject(f"must be a non-empty string, got {type(value).__name__} {_short.repr(value)}", name)
+        raise Reject(f"must be a non-empty string, got {type(value).__name__} {_short.repr(value)}", name)
     return name, value
 
 
@@ -195,15 +206,15 @@ def _check_verifier(code: str, field_name: str) -> None:
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
-        raise _Reject(f"syntax error at verifier line {exc.lineno}: {exc.msg}", field_name) from exc
+        raise Reject(f"syntax error at verifier line {exc.lineno}: {exc.msg}", field_name) from exc
     except (RecursionError, MemoryError, ValueError) as exc:  # the parser's limits on nesting, and NUL bytes
-        raise _Reject(f"not parseable Python ({type(exc).__name__}: {exc or 'too complex'})", field_name) from exc
+        raise Reject(f"not parseable Python ({type(exc).__name__}: {exc or 'too complex'})", field_name) from exc
     functions = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
     if any(f.name == "validate_task" for f in functions):
         return
     takes_env = [f for f in functions if f.args.args and f.args.args[0].arg == "env"]
     if len(takes_env) != 1:
-        raise _Reject("defines no validate_task(env, final_answer=None) function", field_name)
+        raise Reject("defines no validate_task(env, final_answer=None) function", field_name)
 
 
 def _env_variables(record: dict[str, Any]) -> dict[str, str]:
@@ -211,11 +222,11 @@ def _env_variables(record: dict[str, Any]) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise _Reject(f"must be an object of NAME: value, got {type(value).__name__}", name)
+        raise Reject(f"must be an object of NAME: value, got {type(value).__name__}", name)
     out: dict[str, str] = {}
     for key, item in value.items():
         if isinstance(item, bool) or not isinstance(item, str | int | float):
-            raise _Reject(f"value of {_short.repr(key)} must be a string or number, got {type(item).__name__}",
+            raise Reject(f"value of {_short.repr(key)} must be a string or number, got {type(item).__name__}",
                           f"{name}.{key}")
         out[str(key)] = str(item)
     return out
@@ -228,21 +239,21 @@ def _difficulty(record: dict[str, Any]) -> int:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 3:
-        raise _Reject(f"must be 1, 2 or 3, got {_short.repr(value)}", name)
+        raise Reject(f"must be 1, 2 or 3, got {_short.repr(value)}", name)
     return value
 
 
 def record_to_task(record: Any, source: str, line: int) -> Task:
-    """Map one Fleet record onto a Task (raises _Reject naming the field)."""
+    """Map one Fleet record onto a Task (raises Reject naming the field)."""
     if not isinstance(record, dict):
-        raise _Reject(f"a record must be a JSON object, got {type(record).__name__}")
+        raise Reject(f"a record must be a JSON object, got {type(record).__name__}")
     _, key = _text(record, "id", required=True)
     _, prompt = _text(record, "prompt", required=True)
     env_field, env_key = _text(record, "env", required=True)
     _, version = _text(record, "env_version", required=False)
     env, _, key_version = (env_key or "").partition(":")
     if not env:
-        raise _Reject(f"has no environment name: {_short.repr(env_key)}", env_field)
+        raise Reject(f"has no environment name: {_short.repr(env_key)}", env_field)
     _, data_id = _text(record, "data_id", required=False)
     _, data_version = _text(record, "data_version", required=False)
     verifier_field, verifier = _text(record, "verifier_code", required=True)
@@ -251,7 +262,7 @@ def record_to_task(record: Any, source: str, line: int) -> Task:
     if modality is None:
         modality = "tool_use"
     if modality not in MODALITIES:
-        raise _Reject(f"must be one of {', '.join(MODALITIES)}, got {_short.repr(modality)}", modality_field)
+        raise Reject(f"must be one of {', '.join(MODALITIES)}, got {_short.repr(modality)}", modality_field)
     consumed = {name for names in FIELD_ALIASES.values() for name in names}
     extra = {k: v for k, v in record.items() if k not in consumed}
     try:
@@ -270,7 +281,7 @@ def record_to_task(record: Any, source: str, line: int) -> Task:
         )
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise _Reject(str(first.get("msg")), field_path(first.get("loc", ())) or None) from exc
+        raise Reject(str(first.get("msg")), field_path(first.get("loc", ())) or None) from exc
 
 
 def import_fleet_file(path: str | Path) -> FleetImport:
@@ -279,21 +290,21 @@ def import_fleet_file(path: str | Path) -> FleetImport:
     result = FleetImport(source=source)
     seen: dict[str, int] = {}
     for line, record in iter_records(source):
-        if isinstance(record, _Reject):
-            result.errors.append(FleetRecordError(str(source), line, record.message, record.field))
+        if isinstance(record, Reject):
+            result.errors.append(RecordError(str(source), line, record.message, record.field))
             continue
         result.records += 1
         key = next((record.get(n) for n in FIELD_ALIASES["id"] if isinstance(record, dict) and record.get(n)), None)
         key = key if isinstance(key, str) else None
         try:
             task = record_to_task(record, source.name, line)
-        except _Reject as exc:
-            result.errors.append(FleetRecordError(str(source), line, exc.message, exc.field, key))
+        except Reject as exc:
+            result.errors.append(RecordError(str(source), line, exc.message, exc.field, key))
             continue
         if task.id in seen:
             alias = next(n for n in FIELD_ALIASES["id"] if record.get(n) is not None)
             result.errors.append(
-                FleetRecordError(str(source), line, f"duplicate task key {task.id!r} (first on line {seen[task.id]})", alias, task.id)
+                RecordError(str(source), line, f"duplicate task key {task.id!r} (first on line {seen[task.id]})", alias, task.id)
             )
             continue
         seen[task.id] = line

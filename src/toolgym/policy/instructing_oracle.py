@@ -1,6 +1,10 @@
 """InstructingOraclePolicy: the oracle for dual-control tasks — it acts where it may and instructs
 where only the user may.
 
+It works with any environment whose tasks carry a reference solution: toolgym's own apps, and
+any other environment (a third-party MCP server, imported tau2 tasks). Only toolgym's apps mark
+tools as user-owned, so in any other environment every reference call is the agent's.
+
 It walks the task's reference solution: an agent-owned call becomes a tool call; a user-owned call
 (a device tool) becomes a plain-language instruction for the user (the app's `user_actions`
 phrasing), which a user simulator then performs; when the solution is used up it gives the
@@ -14,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from toolgym.envs import App, get_app
+from toolgym.envs import App, app_names, get_app
 from toolgym.envs.user_actions import app_user_actions, instruction_for
 from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError
 from toolgym.policy.oracle import FALLBACK_ANSWER, hermes_text
@@ -33,7 +37,9 @@ def _steps_taken(messages: list[dict[str, Any]]) -> int:
 
 
 def _apps(task: Task) -> list[App]:
-    return [get_app(name) for name in task.env.split("+")]
+    """The registered toolgym apps of the task's environment; none for any other environment."""
+    known = set(app_names())
+    return [get_app(name) for name in task.env.split("+") if name in known]
 
 
 def owner_of(apps: list[App], name: str) -> str:

@@ -35,7 +35,7 @@ def make_policy(
     policy which system prompt the served model expects (default: MODEL's toolgym.json, else full).
     """
     if prompt_style is not None and prompt_style not in PROMPT_STYLES:
-        raise ValueError(f"prompt style {prompt_style!r}: use one of {', '.join(PROMPT_STYLES)}")
+        raise ValueError(f"--prompt-style {prompt_style!r}: use one of {', '.join(PROMPT_STYLES)}")
     if spec == "oracle":
         # The instructing oracle plays a plain reference solution exactly like OraclePolicy, and
         # speaks user-owned (dual-control) calls as instructions for the user simulator.

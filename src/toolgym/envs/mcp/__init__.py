@@ -11,15 +11,24 @@ Use (`remote.py`, `factory.py`): `RemoteMCPEnvironment("http://host:8000/mcp")` 
 verification and replay; `remote_env_factory(["stdio"])` or `remote_env_factory(["booking=http://…/mcp"])`
 is an `env_factory` for `run_rollout`.
 
+A third-party server's episodes are isolated by its `ResetHook` (a reset tool, a state key per
+episode, or a fresh state directory per episode), set in code or in an MCP env profile file
+(`profile.py`, `--env-mcp ENV=profile:PATH`); docs/third-party-mcp.md walks through tau2's airline.
+
 Needs the `mcp` SDK 2.x (the low-level `Server` with `on_*` handlers, `mcp.Client`).
 """
 
 from toolgym.envs.mcp.factory import parse_remote_spec, remote_env_factory, toolgym_stdio_command
+from toolgym.envs.mcp.profile import McpEnvProfile, load_profile
 from toolgym.envs.mcp.remote import RemoteMCPEnvironment, RemoteStateError
+from toolgym.envs.mcp.reset_hook import ResetHook
 
 __all__ = [
+    "McpEnvProfile",
     "RemoteMCPEnvironment",
     "RemoteStateError",
+    "ResetHook",
+    "load_profile",
     "parse_remote_spec",
     "remote_env_factory",
     "toolgym_stdio_command",

@@ -15,17 +15,16 @@ Two kinds of server:
   env_variables on the same session; `diff()` and `db()` fetch the session's state through
   `toolgym/diff` and `toolgym/database`, so every declarative check and sandboxed Python
   verifier runs unchanged.
-- any other MCP server: `reset` opens a new session (a new process for stdio, whose environment
-  variables carry the task's env_variables), since a session is the only isolation MCP offers.
-  Answer and tool-call checks work; a check that needs state raises RemoteStateError (a
-  ValueError), which the verifier turns into a verifier error naming the cause, never a 0.
+- any other MCP server: each episode needs a state no other episode touched. Its `ResetHook`
+  (reset_hook.py) says how: a reset tool, a state key per episode, or a fresh state directory per
+  episode; with none, `reset` opens a new session (a new process for stdio, whose environment
+  variables carry the task's env_variables). Answer and tool-call checks work; a check that needs
+  state raises RemoteStateError (a ValueError), which the verifier turns into a verifier error
+  naming the cause, never a 0.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
 import logging
 import shlex
 import sqlite3
@@ -33,14 +32,13 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, SupportsIndex, TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
-import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import RequestParams
 
@@ -62,214 +60,27 @@ from toolgym.envs.mcp.protocol import (
     decode_row,
     toolgym_request,
 )
+from toolgym.envs.mcp.reset_hook import ResetHook, StateDirectory, new_state_key
+from toolgym.envs.mcp.session import (
+    Session,
+    close_session,
+    describe_error,
+    owned_http_transport,
+    parse_server,
+)
+from toolgym.envs.mcp.state import RemoteApp, RemoteStateError, UnavailableChanges
+from toolgym.envs.mcp.tool_results import result_text
 from toolgym.schema import ToolSpec
+
+__all__ = ["DEFAULT_TIMEOUT_S", "RemoteApp", "RemoteMCPEnvironment", "RemoteStateError", "parse_server"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 60.0
-CLOSE_TIMEOUT_S = 15.0  # the SDK's stdio shutdown is bounded at ~6.5 s (stdin close, TERM, KILL)
-_STDERR_TAIL = 2000
 # JSON-RPC errors a server uses for "no such tool" / "bad arguments": the agent's mistake, so the
 # agent reads them as a tool error, as it would in-process. Anything else is the server breaking.
 AGENT_ERROR_CODES = frozenset({types.INVALID_PARAMS, types.METHOD_NOT_FOUND})
-
-
-class RemoteStateError(ValueError):
-    """The remote server exposes no state, so a check that reads the database or diff cannot run."""
-
-
-@dataclass(frozen=True)
-class RemoteApp:
-    """What verifiers read of an app: its name (the sandbox snapshots `db(which, app.name)`)."""
-
-    name: str
-    version: str = ""
-    data_id: str | None = None
-
-
-class _UnavailableChanges(list[RowChange]):
-    """The diff of a server without state: empty until something reads it, then a clear error.
-
-    `evaluate_checks` computes the diff up front for every task; answer and tool-call checks
-    never read it, so only the checks that need state fail - loudly.
-    """
-
-    def __init__(self, reason: str) -> None:
-        super().__init__()
-        self.reason = reason
-
-    def _refuse(self) -> RemoteStateError:
-        return RemoteStateError(self.reason)
-
-    def __iter__(self) -> Iterator[RowChange]:
-        raise self._refuse()
-
-    def __len__(self) -> int:
-        raise self._refuse()
-
-    def __bool__(self) -> bool:
-        raise self._refuse()
-
-    def __getitem__(self, index: SupportsIndex | slice) -> Any:
-        raise self._refuse()
-
-
-def parse_server(server: str | Sequence[str]) -> tuple[str | None, list[str] | None]:
-    """(url, None) for http(s)://…, else (None, argv) of a stdio command (a string is shell-split)."""
-    if isinstance(server, str):
-        text = server.strip()
-        if text.startswith(("http://", "https://")):
-            return text, None
-        argv = shlex.split(text)
-    else:
-        argv = [str(a) for a in server]
-    if not argv:
-        raise ValueError("an MCP server is a URL (http://…/mcp) or a command to run over stdio; got nothing")
-    return None, argv
-
-
-class _LoopThread:
-    """An asyncio loop on a daemon thread; `run` submits a coroutine and blocks for its result."""
-
-    def __init__(self, label: str) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self._main, name=f"toolgym-mcp[{label}]", daemon=True)
-        self.thread.start()
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
-        # Let cancelled stragglers finish before the loop closes.
-        pending = asyncio.all_tasks(self.loop)
-        for task in pending:
-            task.cancel()
-        if pending:
-            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-        self.loop.close()
-
-    def run(self, coroutine: Coroutine[Any, Any, T], timeout_s: float | None) -> T:
-        if threading.current_thread() is self.thread:
-            coroutine.close()
-            raise RuntimeError("a RemoteMCPEnvironment method was called from its own MCP thread")
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-        try:
-            return future.result(timeout=timeout_s)
-        except TimeoutError:
-            future.cancel()
-            raise
-
-    def stop(self) -> None:
-        if self.loop.is_closed():
-            return
-        with contextlib.suppress(RuntimeError):  # the loop already stopped
-            self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(CLOSE_TIMEOUT_S)
-
-
-class _Session:
-    """One MCP client session, held open by a task on the loop thread until `close()`."""
-
-    def __init__(self, target: Client, label: str, stderr: Any | None) -> None:
-        self.label = label
-        self.stderr = stderr  # stdio: a temporary file holding the server's stderr
-        self.loop_thread = _LoopThread(label)
-        self.client: Client | None = None
-        self.broken: str | None = None
-        self._stop: asyncio.Event | None = None
-        self._held: asyncio.Future[None] | None = None
-        self._target = target
-
-    def open(self, timeout_s: float) -> None:
-        """Connect and initialize; on failure the caller reads `stderr_tail()`, then `close()`s."""
-        self.loop_thread.run(self._open(), timeout_s)
-
-    async def _open(self) -> None:
-        ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
-        self._stop = asyncio.Event()
-        self._held = asyncio.ensure_future(self._hold(ready))
-        self.client = await ready
-
-    async def _hold(self, ready: asyncio.Future[Client]) -> None:
-        # The SDK's task groups and cancel scopes must be entered and left by the same task.
-        assert self._stop is not None
-        try:
-            async with self._target as client:
-                ready.set_result(client)
-                await self._stop.wait()
-        except BaseException as exc:
-            if not ready.done():
-                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
-            elif not isinstance(exc, asyncio.CancelledError):
-                logger.debug("MCP session %s ended with %r", self.label, exc)
-            if isinstance(exc, asyncio.CancelledError):
-                raise
-
-    def stderr_tail(self) -> str:
-        if self.stderr is None:
-            return ""
-        try:
-            self.stderr.flush()
-            self.stderr.seek(0)
-            return self.stderr.read()[-_STDERR_TAIL:].strip()
-        except (OSError, ValueError):
-            return ""
-
-    def request(self, make: Callable[[Client], Coroutine[Any, Any, T]], timeout_s: float) -> T:
-        if self.broken is None and self._held is not None and self._held.done():
-            self.broken = "the session ended (the server closed the connection)"
-        if self.client is None or self.broken is not None:
-            raise EnvError(f"MCP session with {self.label} is not open: {self.broken or 'closed'}")
-        client = self.client
-        return self.loop_thread.run(make(client), timeout_s)
-
-    def close(self) -> None:
-        thread = self.loop_thread
-        if self._stop is not None and self._held is not None and not thread.loop.is_closed():
-            async def finish() -> None:
-                assert self._stop is not None and self._held is not None
-                self._stop.set()
-                if self.client is None:  # still connecting: nothing waits on _stop, so cancel it
-                    self._held.cancel()
-                with contextlib.suppress(Exception, asyncio.CancelledError):
-                    await asyncio.wait_for(asyncio.shield(self._held), CLOSE_TIMEOUT_S)
-                if not self._held.done():
-                    self._held.cancel()
-                    with contextlib.suppress(Exception, asyncio.CancelledError):
-                        await self._held
-
-            with contextlib.suppress(Exception):
-                thread.run(finish(), CLOSE_TIMEOUT_S * 2)
-        self.client = None
-        self._stop = self._held = None
-        thread.stop()
-        if self.stderr is not None:
-            with contextlib.suppress(OSError):
-                self.stderr.close()
-            self.stderr = None
-
-
-def _close_session(holder: dict[str, _Session | None]) -> None:
-    session = holder.get("session")
-    holder["session"] = None
-    if session is not None:
-        session.close()
-
-
-def _result_text(result: types.CallToolResult) -> str:
-    """The text a model reads: text blocks joined; other blocks named; structured content as JSON."""
-    parts: list[str] = []
-    for block in result.content:
-        if isinstance(block, types.TextContent):
-            parts.append(block.text)
-        elif isinstance(block, types.EmbeddedResource) and isinstance(block.resource, types.TextResourceContents):
-            parts.append(block.resource.text)
-        else:
-            parts.append(f"[{block.type} content]")
-    if not parts and result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
-    return "\n".join(parts)
 
 
 @dataclass(eq=False)
@@ -281,7 +92,9 @@ class RemoteMCPEnvironment:
     a toolgym server must serve exactly that environment (checked on connect); any other server
     takes it as its name (default: what a toolgym server reports, else the server's own name).
     `headers` go with every HTTP request (e.g. Authorization); `process_env` is added to a stdio
-    server's environment.
+    server's environment. For a server that is not toolgym's own: `reset_hook` isolates episodes
+    (reset_hook.py), `hidden_tools` are never offered to the agent (e.g. a call-log tool), and
+    `result_field` picks the field of a structured result the agent reads.
     """
 
     server: str | Sequence[str]
@@ -290,14 +103,25 @@ class RemoteMCPEnvironment:
     process_env: Mapping[str, str] | None = None
     cwd: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
+    reset_hook: ResetHook = field(default_factory=ResetHook)
+    hidden_tools: Sequence[str] = ()
+    result_field: str | None = None
     context: EnvContext = field(default_factory=EnvContext)
     calls: list[ToolCallRecord] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.url, self.argv = parse_server(self.server)
         self.label = self.url or shlex.join(self.argv or [])
-        self._holder: dict[str, _Session | None] = {"session": None}
-        self._finalizer = weakref.finalize(self, _close_session, self._holder)
+        if self.url is not None and self.reset_hook.state_dir_variable is not None:
+            raise ValueError(
+                f"MCP server {self.label}: state_dir_variable needs a stdio server (a process whose environment "
+                "toolgym sets); an HTTP server's state cannot be pointed at a fresh directory"
+            )
+        self._hidden = set(self.hidden_tools) | ({self.reset_hook.reset_tool} if self.reset_hook.reset_tool else set())
+        self._state_key: str | None = None  # this episode's key, when the hook passes one
+        self._state_dir: StateDirectory | None = None  # the server process's own, with state_dir_variable
+        self._holder: dict[str, Session | None] = {"session": None}
+        self._finalizer = weakref.finalize(self, close_session, self._holder)
         self._info: dict[str, Any] | None = None  # toolgym/info of a toolgym server; None otherwise
         self._server_name = ""
         self._server_version = ""
@@ -340,43 +164,53 @@ class RemoteMCPEnvironment:
             return [RemoteApp(a["name"], a.get("version", ""), a.get("data_id")) for a in self._info["apps"]]
         return [RemoteApp(self._server_name or self.label, self._server_version)]
 
+    @property
+    def state_dir(self) -> Path | None:
+        """The server's private state directory this episode (with a state_dir_variable hook)."""
+        return self._state_dir.path if self._state_dir is not None and self._session is not None else None
+
     # -- the session ----------------------------------------------------------------------------
 
     @property
-    def _session(self) -> _Session | None:
+    def _session(self) -> Session | None:
         return self._holder["session"]
 
-    def _client_target(self, env_variables: Mapping[str, str]) -> tuple[Client, Any | None]:
+    def _client_target(self, env_variables: Mapping[str, str], state_dir: StateDirectory | None
+                       ) -> tuple[Client, Any | None]:
         client_info = types.Implementation(name="toolgym", version="remote-env")
         if self.url is not None:
             transport: Any = self.url
             if self.headers:
-                transport = _owned_http_transport(self.url, dict(self.headers))
+                transport = owned_http_transport(self.url, dict(self.headers))
             return Client(transport, read_timeout_seconds=self.timeout_s, client_info=client_info), None
         assert self.argv is not None
         stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - owned by the session
         # The SDK passes only a safe subset of this process's environment (PATH, HOME, …), so
         # no secret of the trainer reaches a third-party server unasked.
-        params = StdioServerParameters(
-            command=self.argv[0], args=self.argv[1:], env={**(self.process_env or {}), **dict(env_variables)},
-            cwd=self.cwd,
-        )
+        process_env = {**(self.process_env or {}), **dict(env_variables)}
+        if state_dir is not None and self.reset_hook.state_dir_variable is not None:
+            process_env[self.reset_hook.state_dir_variable] = str(state_dir.path)
+        params = StdioServerParameters(command=self.argv[0], args=self.argv[1:], env=process_env, cwd=self.cwd)
         transport = stdio_client(params, errlog=stderr)
         return Client(transport, read_timeout_seconds=self.timeout_s, client_info=client_info), stderr
 
-    def _ensure_session(self, env_variables: Mapping[str, str] | None = None) -> _Session:
+    def _ensure_session(self, env_variables: Mapping[str, str] | None = None) -> Session:
         with self._lock:
             session = self._session
             if session is not None and session.broken is None:
                 return session
             return self._open_session(env_variables)
 
-    def _open_session(self, env_variables: Mapping[str, str] | None) -> _Session:
+    def _open_session(self, env_variables: Mapping[str, str] | None) -> Session:
         self._end_session()
         variables = dict(env_variables if env_variables is not None else self.context.variables)
         # A third-party stdio server can only read env_variables from its process environment.
-        target, stderr = self._client_target(variables)
-        session = _Session(target, self.label, stderr)
+        state_dir = StateDirectory() if self.reset_hook.state_dir_variable and self.argv is not None else None
+        target, stderr = self._client_target(variables, state_dir)
+        session = Session(target, self.label, stderr)
+        if state_dir is not None:
+            session.after_close.append(state_dir.remove)
+        self._state_dir = state_dir
         try:
             session.open(self.timeout_s)
         except BaseException as exc:
@@ -385,7 +219,7 @@ class RemoteMCPEnvironment:
             detail = f"; server stderr: {tail}" if tail else ""
             if isinstance(exc, TimeoutError):
                 raise EnvError(f"MCP server {self.label} did not start within {self.timeout_s:g}s{detail}") from exc
-            raise EnvError(f"cannot connect to MCP server {self.label}: {_describe(exc)}{detail}") from exc
+            raise EnvError(f"cannot connect to MCP server {self.label}: {describe_error(exc)}{detail}") from exc
         self._holder["session"] = session
         try:
             self._learn_server(session)
@@ -396,7 +230,7 @@ class RemoteMCPEnvironment:
         self._fresh = True
         return session
 
-    def _learn_server(self, session: _Session) -> None:
+    def _learn_server(self, session: Session) -> None:
         client = session.client
         assert client is not None
         info = client.server_info
@@ -414,7 +248,7 @@ class RemoteMCPEnvironment:
             )
         self._agent_tools = self._list_tools(session)
 
-    def _list_tools(self, session: _Session) -> list[ToolSpec]:
+    def _list_tools(self, session: Session) -> list[ToolSpec]:
         async def fetch(client: Client) -> list[types.Tool]:
             tools: list[types.Tool] = []
             cursor: str | None = None
@@ -429,13 +263,13 @@ class RemoteMCPEnvironment:
         tools = self._request(session, fetch)
         return [ToolSpec(name=t.name, description=t.description or "", parameters=dict(t.input_schema)) for t in tools]
 
-    def _request(self, session: _Session, make: Callable[[Client], Coroutine[Any, Any, T]]) -> T:
+    def _request(self, session: Session, make: Callable[[Client], Coroutine[Any, Any, T]]) -> T:
         """One request on the session; transport failures mark it broken (the next reset reconnects)."""
         try:
             return session.request(make, self.timeout_s + 5.0)
         except MCPError as exc:
             if exc.code in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT):
-                session.broken = _describe(exc)
+                session.broken = describe_error(exc)
                 tail = session.stderr_tail()
                 detail = f"; server stderr: {tail}" if tail else ""
                 raise EnvError(f"MCP session with {self.label} failed: {exc.message}{detail}") from exc
@@ -446,12 +280,12 @@ class RemoteMCPEnvironment:
             session.broken = f"no answer within {self.timeout_s:g}s"
             raise EnvError(f"MCP server {self.label} did not answer within {self.timeout_s:g}s") from exc
         except Exception as exc:
-            session.broken = _describe(exc)
+            session.broken = describe_error(exc)
             tail = session.stderr_tail()
             detail = f"; server stderr: {tail}" if tail else ""
-            raise EnvError(f"MCP session with {self.label} failed: {_describe(exc)}{detail}") from exc
+            raise EnvError(f"MCP session with {self.label} failed: {describe_error(exc)}{detail}") from exc
 
-    def _call(self, method: str, params: RequestParams | None, session: _Session | None = None) -> dict[str, Any]:
+    def _call(self, method: str, params: RequestParams | None, session: Session | None = None) -> dict[str, Any]:
         """A `toolgym/*` request; MCPError passes through for the caller to judge."""
         session = session or self._ensure_session()
         request = toolgym_request(method, params)
@@ -464,7 +298,7 @@ class RemoteMCPEnvironment:
     def _end_session(self) -> None:
         with self._lock:
             self._drop_databases(everything=True)
-            _close_session(self._holder)
+            close_session(self._holder)
 
     # -- the Environment API --------------------------------------------------------------------
 
@@ -482,10 +316,8 @@ class RemoteMCPEnvironment:
                 # The session may have died or expired since the last episode: one new session.
                 self._end_session()
                 self._reset_remote(variables, self._ensure_session(variables))
-        elif not (self._fresh and self._session_env == variables):
-            # A third-party server's only isolation is the session: start a new one.
-            self._end_session()
-            self._ensure_session(variables)
+        else:
+            self._reset_third_party(variables)
         if self._info is None and self.url is not None and variables and not self._warned_http_variables:
             self._warned_http_variables = True
             logger.warning(
@@ -494,13 +326,51 @@ class RemoteMCPEnvironment:
             )
         self._fresh = True
 
-    def _reset_remote(self, variables: dict[str, str], session: _Session) -> None:
+    def _reset_remote(self, variables: dict[str, str], session: Session) -> None:
         if self._info is None:  # a reconnect found a different server behind the same address
             raise EnvError(f"MCP server {self.label} no longer answers {INFO_METHOD}")
         try:
             self._call(RESET_METHOD, ResetParams(env_variables=variables), session)
         except MCPError as exc:
             raise EnvError(f"MCP server {self.label} refused {RESET_METHOD}: {exc}") from exc
+
+    def _reset_third_party(self, variables: dict[str, str]) -> None:
+        """The hook's isolation; without one, a new session (the only isolation MCP itself offers)."""
+        hook = self.reset_hook
+        same_variables = self._session_env == variables
+        if not (same_variables and (self._fresh or hook.keeps_session)):
+            self._end_session()
+            self._ensure_session(variables)
+        self._state_key = new_state_key(self.name) if hook.state_key_argument else None
+        if hook.reset_tool is None:
+            return
+        try:
+            self._run_reset_tool(hook.reset_tool)
+        except EnvError:
+            session = self._session
+            if session is not None and session.broken is None:
+                raise  # the server refused the reset: a new session would not change its answer
+            # The session died since the last episode: one new session.
+            self._end_session()
+            self._ensure_session(variables)
+            self._run_reset_tool(hook.reset_tool)
+
+    def _run_reset_tool(self, name: str) -> None:
+        arguments = self.reset_hook.reset_call_arguments(self._state_key, self.name)
+        try:
+            result = self._send_tool_call(self._ensure_session(), name, arguments, None)
+        except MCPError as exc:
+            raise EnvError(f"reset tool {name!r} on MCP server {self.label} failed: {exc}") from exc
+        if result.is_error:
+            raise EnvError(f"reset tool {name!r} on MCP server {self.label} failed: {result_text(result)[:500]}")
+
+    def _send_tool_call(
+        self, session: Session, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None,
+    ) -> types.CallToolResult:
+        async def send(client: Client) -> types.CallToolResult:
+            return await client.call_tool(name, arguments, meta=meta)
+
+        return self._request(session, send)
 
     def close(self) -> None:
         """End the session (and a stdio server process) and join the MCP thread. `reset` reopens."""
@@ -509,7 +379,9 @@ class RemoteMCPEnvironment:
     def tool_specs(self, owner: str = "agent") -> list[ToolSpec]:
         self._ensure_session()
         if owner == "agent":
-            return list(self._agent_tools)
+            if self._info is not None:
+                return list(self._agent_tools)
+            return [self.reset_hook.agent_spec(t) for t in self._agent_tools if t.name not in self._hidden]
         if self._info is not None:
             return [ToolSpec.model_validate(s) for s in self._info.get(f"{owner}_tools", [])]
         return []
@@ -524,12 +396,15 @@ class RemoteMCPEnvironment:
         if caller != "agent" and self._info is None:
             return self._record(name, args, caller, started, f"MCP server {self.label} has no {caller}-side tools", True)
         meta = {CALLER_META_KEY: caller} if self._info is not None and caller != "agent" else None
-
-        async def send(client: Client) -> types.CallToolResult:
-            return await client.call_tool(name, arguments if isinstance(arguments, dict) else {}, meta=meta)
-
+        sent = args
+        if self._info is None:
+            if name in self._hidden:  # as a server answers for a tool it does not have
+                return self._record(name, args, caller, started, f"Unknown tool: {name}", True)
+            if self.reset_hook.state_key_argument is not None and self._state_key is None:
+                self._state_key = new_state_key(self.name)
+            sent = self.reset_hook.server_arguments(args, self._state_key)
         try:
-            result = self._request(session, send)
+            result = self._send_tool_call(session, name, sent, meta)
         except MCPError as exc:
             if exc.code in AGENT_ERROR_CODES:
                 return self._record(name, args, caller, started, exc.message, True)
@@ -538,7 +413,7 @@ class RemoteMCPEnvironment:
         except EnvError as exc:
             self.calls.append(ToolCallRecord(name, args, caller, False, str(exc), time.perf_counter() - started))
             raise
-        text = _result_text(result)
+        text = result_text(result, self.result_field if self._info is None else None)
         if result.is_error:
             error = text.removeprefix("Error: ")
             return self._record(name, args, caller, started, error, True, content=text)
@@ -564,7 +439,7 @@ class RemoteMCPEnvironment:
         """The session's net seed → current changes (prefixed 'app.table' when several apps are joined)."""
         self._ensure_session()
         if self._info is None:
-            return _UnavailableChanges(self._state_reason("diff"))
+            return UnavailableChanges(self._state_reason("diff"))
         try:
             reply = self._call(DIFF_METHOD, DiffParams(app=app))
         except MCPError as exc:
@@ -607,25 +482,3 @@ class RemoteMCPEnvironment:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _owned_http_transport(url: str, headers: dict[str, str]) -> Any:
-    """A Streamable HTTP transport whose httpx2 client (carrying `headers`) it opens and closes itself."""
-
-    @contextlib.asynccontextmanager
-    async def transport() -> Any:
-        timeout = httpx2.Timeout(30.0, read=300.0)
-        async with (
-            httpx2.AsyncClient(headers=headers, timeout=timeout) as http_client,
-            streamable_http_client(url, http_client=http_client) as streams,
-        ):
-            yield streams
-
-    return transport()
-
-
-def _describe(exc: BaseException) -> str:
-    """The innermost useful message of an exception group or a chained error."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return f"{type(exc).__name__}: {exc}"
