@@ -14,6 +14,7 @@ from toolgym.cli.main import app
 from toolgym.dataset.validate import TeacherConfig, validate_dataset, write_validation
 from toolgym.envs import registry
 from toolgym.envs.examples.toy import APP
+from toolgym.rollout.teacher_check import validate_with_teacher
 from toolgym.schema import DiffOnly, ExpectedChange, FieldEquals, RowExists, Task, ToolCall
 from toolgym.schema.jsonl import dumps
 
@@ -149,7 +150,7 @@ def test_validate_command_prints_the_table_and_throughput(tmp_path: Path) -> Non
 def test_teacher_keeps_tasks_it_solves(tmp_path: Path) -> None:
     path = tmp_path / "tasks.jsonl"
     path.write_text(dumps(make_task("toy/a")) + "\n" + dumps(make_task("toy/b", prompt="another")) + "\n")
-    run = validate_dataset(path, workers=1, teacher=TeacherConfig(policy="oracle", samples=2), out_dir=tmp_path / "out")
+    run = validate_with_teacher(path, workers=1, teacher=TeacherConfig(policy="oracle", samples=2), out_dir=tmp_path / "out")
     assert [r.reason for r in run.reports] == ["kept", "kept"]
     assert run.reports[0].teacher == {"samples": 2, "passed": 2, "errors": 0}
     assert (tmp_path / "out" / "teacher" / "results.jsonl").exists()

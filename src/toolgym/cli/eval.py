@@ -25,7 +25,7 @@ EVAL_SHORTCUTS = ["tasks", "policy", "out", ("samples_per_task", "--samples", "-
                   ("ks", "--k", "--ks"), "split", ("envs", "--env", "--envs"), "limit", "temperature", "top_p", "top_k",
                   "max_new_tokens", "seed", "greedy", "concurrency", "max_turns", "max_context_tokens",
                   ("timeout_s", "--timeout", "--timeout-s"), "done_tool", "max_format_errors", "device",
-                  "max_batch_size", "tokenizer", "prompt_style"]
+                  "max_batch_size", "tokenizer", "prompt_style", "ray", "ray_workers"]
 SWEEP_SHORTCUTS = ["tasks", "split", ("envs", "--env", "--envs"), "limit", ("samples_per_task", "--samples",
                    "--samples-per-task"), "trials", ("ks", "--k", "--ks"), "temperature", "max_new_tokens", "seed",
                    "base_model", "device", "max_turns", "concurrency"]
@@ -97,10 +97,12 @@ def evaluate(
                            api_key=os.environ.get("OPENAI_API_KEY"), prompt_style=settings.prompt_style, **hf_kwargs)
 
     console.print(f"eval: {len(selected)} task(s) × {eval_config.samples_per_task} sample(s) × "
-                  f"{eval_config.trials} trial(s){' + greedy' if eval_config.greedy else ''} with {policy} → {out}")
+                  f"{eval_config.trials} trial(s){' + greedy' if eval_config.greedy else ''} with {policy}"
+                  f"{f' on Ray ({settings.ray}, {settings.ray_workers} workers)' if settings.ray else ''} → {out}")
     try:
         result = asyncio.run(run_eval(selected, policy_factory, out_dir=out, config=eval_config, tasks_path=tasks_path,
-                                      tasks_sha256=sha256_file(tasks_path), progress=progress, console=console))
+                                      tasks_sha256=sha256_file(tasks_path), progress=progress, console=console,
+                                      ray=settings.ray_settings))
     except (RolloutError, ValueError, FileNotFoundError) as exc:
         raise _fail(str(exc)) from exc
     for table in summary_tables(result.summary):

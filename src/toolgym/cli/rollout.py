@@ -23,7 +23,7 @@ ROLLOUT_SHORTCUTS = ["tasks", "policy", "out", "split", ("envs", "--env", "--env
                      "concurrency", "temperature", "top_p", "top_k", "max_new_tokens", "seed", "max_turns",
                      "max_context_tokens", "max_format_errors", ("timeout_s", "--timeout", "--timeout-s"), "done_tool",
                      "user_simulator", "device", "max_batch_size", "tokenizer", "prompt_style", "env_mcp",
-                     "retry_errors"]
+                     "retry_errors", "ray", "ray_workers"]
 
 
 def _fail(message: str) -> typer.Exit:
@@ -87,7 +87,8 @@ def rollout(
         return make_policy(policy, device=settings.device, tokenizer_dir=tokenizer,
                            api_key=os.environ.get("OPENAI_API_KEY"), prompt_style=settings.prompt_style, **hf_kwargs)
 
-    console.print(f"rollout: {len(selected)} task(s) × {settings.samples_per_task} sample(s) with {policy} → {out}")
+    where = f" on Ray ({settings.ray}, {settings.ray_workers} workers)" if settings.ray else ""
+    console.print(f"rollout: {len(selected)} task(s) × {settings.samples_per_task} sample(s) with {policy}{where} → {out}")
     try:
         summary = run_until_signalled(
             run_rollout(
@@ -99,7 +100,7 @@ def rollout(
                 config={"split": settings.split, "env": env, "limit": settings.limit, "policy_spec": policy,
                         "env_mcp": settings.env_mcp},
                 **({"env_factory": env_factory} if env_factory is not None else {}),
-                retry_errors=settings.retry_errors, progress=progress, console=console,
+                retry_errors=settings.retry_errors, progress=progress, console=console, ray=settings.ray_settings,
             )
         )
     except (RolloutError, ValueError, FileNotFoundError) as exc:

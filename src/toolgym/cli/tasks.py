@@ -82,7 +82,8 @@ def validate(
 
     Rows that are not tasks are dropped by file and line; exits 1 when no task is kept."""
     from toolgym.dataset.manifest import tasks_file
-    from toolgym.dataset.validate import TeacherConfig, validate_dataset, write_validation
+    from toolgym.dataset.validate import TeacherConfig, write_validation
+    from toolgym.rollout.teacher_check import validate_with_teacher
 
     if (teacher_url is None) != (teacher_model is None):
         console.print("[red]error:[/red] give both --teacher-url and --teacher-model, or neither")
@@ -103,7 +104,7 @@ def validate(
         else None
     )
     try:
-        run = validate_dataset(path, workers=workers, teacher=teacher, out_dir=out_dir)
+        run = validate_with_teacher(path, workers=workers, teacher=teacher, out_dir=out_dir)
         written = write_validation(run, out_dir)
     except (OSError, ValueError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}")
@@ -138,30 +139,84 @@ def validate(
 
 @app.command("import")
 def import_(
-    file: Path = typer.Argument(..., help="Fleet records: a JSON array (all_tool_use.json) or JSONL."),
+    file: Path = typer.Argument(..., help="Fleet records (a JSON array or JSONL), or a tau2-bench tasks.json."),
     out: Path = typer.Option(..., "--out", help="Output folder for tasks.jsonl, errors.jsonl and manifest.json."),
+    format_: str = typer.Option("fleet", "--format", help="Source format: fleet | tau2."),
+    env: str | None = typer.Option(None, "--env", help="tau2: environment name of the tasks (default: the "
+                                   "scenario's domain, e.g. airline)."),
+    write_tools: str | None = typer.Option(None, "--write-tools", help="tau2: comma-separated tools that change "
+                                           "the database; checks that no other write happened (tau2's DB basis)."),
+    splits: Path | None = typer.Option(None, "--splits", help="tau2: split_tasks.json (default: the one beside "
+                                       "FILE, if any); train → train, test → heldout_tasks."),
 ) -> None:
-    """Import Fleet task records as toolgym tasks; bad records are reported by file:line and field.
+    """Import Fleet task records or tau2-bench tasks as toolgym tasks; bad records are reported by file:line
+    and field, and (tau2) what could not be mapped is reported per task.
 
-    Exits 1 when nothing was imported (an empty file, or every record rejected)."""
-    from toolgym.dataset.fleet import import_fleet_file, write_import
-
+    Exits 1 when nothing was imported (an empty file, or every record rejected or skipped)."""
+    if format_ not in ("fleet", "tau2"):
+        console.print(f"[red]error:[/red] --format {escape(format_)!s}: use fleet or tau2")
+        raise typer.Exit(2)
+    if format_ == "fleet" and (env or write_tools or splits):
+        console.print("[red]error:[/red] --env, --write-tools and --splits are options of --format tau2")
+        raise typer.Exit(2)
     if not file.is_file():
         console.print(f"[red]error:[/red] {escape(str(file))}: no such file")
         raise typer.Exit(2)
+    if format_ == "tau2":
+        tools = [t.strip() for t in write_tools.split(",") if t.strip()] if write_tools is not None else None
+        _import_tau2(file, out, env, tools, splits)
+        return
+    from toolgym.dataset.fleet import import_fleet_file, write_import
+
     try:
         result = import_fleet_file(file)
         written = write_import(result, out)
     except OSError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from exc
-    for error in result.errors[:20]:
-        console.print(f"[red]rejected[/red] {escape(str(error))}")
-    if len(result.errors) > 20:
-        console.print(f"... {len(result.errors) - 20:,} more in {escape(str(written['errors']))}")
+    _print_rejected(result.errors, written["errors"])
     console.print(f"imported {len(result.tasks):,} / rejected {len(result.errors):,} (records read: {result.records:,})")
     console.print(escape(f"wrote {written['tasks']}, {written['errors']}, {written['manifest']}"))
     if not result.tasks:
         what = "has no records" if not result.errors else "had every record rejected"
         console.print(f"[red]error:[/red] {escape(str(file))} {what}: no task imported")
+        raise typer.Exit(1)
+
+
+def _print_rejected(errors: list, errors_path: Path) -> None:  # type: ignore[type-arg]
+    for error in errors[:20]:
+        console.print(f"[red]rejected[/red] {escape(str(error))}")
+    if len(errors) > 20:
+        console.print(f"... {len(errors) - 20:,} more in {escape(str(errors_path))}")
+
+
+def _import_tau2(file: Path, out: Path, env: str | None, write_tools: list[str] | None, splits: Path | None) -> None:
+    """`tasks import --format tau2`: every task mapped, partly mapped, skipped or rejected, with the reasons."""
+    from toolgym.dataset.tau2 import import_tau2_file, write_tau2_import
+
+    try:
+        result = import_tau2_file(file, env=env, write_tools=write_tools, splits_file=splits)
+        written = write_tau2_import(result, out, write_tools)
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from exc
+    _print_rejected(result.errors, written["errors"])
+    shown = 0
+    for report in result.reports:
+        counted = [u for u in report.unmapped if u.in_reward_basis]
+        if report.status == "mapped" or shown >= 20:
+            continue
+        shown += 1
+        reasons = "; ".join(f"{u.field}: {u.reason}" for u in counted[:3])
+        console.print(escape(f"{report.status} tau2 task {report.tau2_id} ({file}:{report.line}): {reasons}"))
+    counts = result.counts()
+    console.print(f"tau2 tasks: {counts['records']:,} read: {counts['mapped']:,} mapped, {counts['partial']:,} "
+                  f"partly mapped, {counts['skipped']:,} skipped, {counts['rejected']:,} rejected; "
+                  f"imported {counts['imported']:,}")
+    if counts["unmapped_by_reason"]:
+        console.print("not mapped: " + ", ".join(f"{escape(k)} {v:,}" for k, v in counts["unmapped_by_reason"].items())
+                      + f" (every one, per task, in {escape(str(written['manifest']))})")
+    console.print(escape(f"wrote {written['tasks']}, {written['errors']}, {written['manifest']}"))
+    if not result.tasks:
+        console.print(f"[red]error:[/red] {escape(str(file))}: no task imported")
         raise typer.Exit(1)

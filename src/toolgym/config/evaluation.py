@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from toolgym.config.base import REPEATABLE, Section
-from toolgym.config.pieces import EpisodeLimits, PolicyTarget, Sampling, TaskSelection
+from toolgym.config.pieces import EpisodeLimits, PolicyTarget, RayWorkers, Sampling, TaskSelection
 
 
 class EvalConfig(Sampling, EpisodeLimits):
@@ -62,14 +62,14 @@ class EvalConfig(Sampling, EpisodeLimits):
         ]
 
 
-class EvalRunConfig(EvalConfig, TaskSelection, PolicyTarget):
+class EvalRunConfig(EvalConfig, TaskSelection, PolicyTarget, RayWorkers):
     """`toolgym eval`: the eval settings plus which tasks, which policy and where the results go."""
 
     out: str | None = None
     """Eval folder: trial-<t>/, greedy/, eval.json, eval.md."""
 
 
-class RolloutConfig(Sampling, EpisodeLimits, TaskSelection, PolicyTarget):
+class RolloutConfig(Sampling, EpisodeLimits, TaskSelection, PolicyTarget, RayWorkers):
     """`toolgym rollout`: run a policy on a task set into OUT/results.jsonl (resumable)."""
 
     out: str | None = None

@@ -125,3 +125,28 @@ class PolicyTarget(Section):
     prompt, for small models) | full (tools rendered by the chat template). Default: the served model's
     toolgym.json for openai:MODEL, else full. Teacher rows for SFT must use the student's style (compact for
     the shipped default). hf: and token mode always use the model's own toolgym.json."""
+
+
+class RayWorkers(Section):
+    """Where episodes run: in this process, or on the worker actors of a Ray cluster (`pip install toolgym[scale]`).
+
+    Each worker builds its own policy from the policy spec (so an hf: model loads once per worker, and an
+    openai: URL is shared by all) and its own environments; the driver still writes every results row.
+    """
+
+    ray: str | None = None
+    """Run episodes on a Ray cluster: auto (the running cluster) | HOST:PORT | ray://HOST:PORT | local (start one
+    here); null: in this process. Every node needs toolgym installed and the paths the run names."""
+    ray_workers: int = Field(2, ge=1)
+    """Ray: worker actors; the episodes in flight (concurrency) are shared out among them."""
+    ray_worker_cpus: float = Field(1.0, ge=0)
+    """Ray: CPUs each worker reserves on the cluster."""
+    ray_worker_gpus: float = Field(0.0, ge=0)
+    """Ray: GPUs each worker reserves (hf:/vllm: policies on device cuda need 1, or a fraction to share one)."""
+    ray_retries: int = Field(2, ge=0)
+    """Ray: times an episode whose worker died runs again on another worker before it is recorded as an error."""
+
+    @property
+    def ray_settings(self) -> RayWorkers:
+        """Just these settings, apart from the command's others (what the rollout and eval runners take)."""
+        return RayWorkers.model_validate(self.model_dump(include=set(RayWorkers.model_fields)))

@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolgym.envs import App, TaskDraft, app_names, get_app
-from toolgym.envs.multi import Composition, composition_names, get_composition
+from toolgym.envs import App, TaskDraft, TaskFamily, World, app_names, get_app
+from toolgym.envs.multi import Composition, MultiTaskFamily, Worlds, composition_names, get_composition
 from toolgym.schema import Task
 
 DEFAULT_HELDOUT_ENVS = ("mail",)
@@ -98,18 +98,26 @@ def _task(config: BuildConfig, task_id: str, env: dict[str, Any], family: str, s
     )
 
 
+def _family_tasks(
+    config: BuildConfig, name: str, env: dict[str, Any], families: Sequence[TaskFamily | MultiTaskFamily],
+    world: World | Worlds,
+) -> list[Task]:
+    """`tasks_per_family` distinct-prompt tasks from each family, each drawn from `world`, ids `name/family/NNNN`."""
+    tasks: list[Task] = []
+    for family in families:
+        rng = _family_rng(config.seed, name, family.name)
+        wanted = max(1, round(config.tasks_per_family * family.weight))
+        drafts = _distinct_drafts(lambda f=family, r=rng: f.generate(r, world), wanted)
+        for index, draft in enumerate(drafts):
+            tasks.append(_task(config, f"{name}/{family.name}/{index:04d}", env, family.name, family.shape, draft))
+    return tasks
+
+
 def generate_app_tasks(app: App, config: BuildConfig) -> list[Task]:
     """`tasks_per_family` distinct-prompt tasks from each family of one app."""
     world = app.world()
     env = {"name": app.name, "version": app.version, "data_id": app.data_id, "apps": [app.name]}
-    tasks: list[Task] = []
-    for family in app.task_families():
-        rng = _family_rng(config.seed, app.name, family.name)
-        wanted = max(1, round(config.tasks_per_family * family.weight))
-        drafts = _distinct_drafts(lambda f=family, r=rng: f.generate(r, world), wanted)
-        for index, draft in enumerate(drafts):
-            tasks.append(_task(config, f"{app.name}/{family.name}/{index:04d}", env, family.name, family.shape, draft))
-    return tasks
+    return _family_tasks(config, app.name, env, app.task_families(), world)
 
 
 def generate_composition_tasks(composition: Composition, config: BuildConfig) -> list[Task]:
@@ -118,15 +126,7 @@ def generate_composition_tasks(composition: Composition, config: BuildConfig) ->
     worlds = composition.worlds()
     env = {"name": composition.name, "version": "+".join(a.version for a in apps),
            "data_id": "+".join(a.data_id for a in apps), "apps": list(composition.apps)}
-    tasks: list[Task] = []
-    for family in composition.task_families():
-        rng = _family_rng(config.seed, composition.name, family.name)
-        wanted = max(1, round(config.tasks_per_family * family.weight))
-        drafts = _distinct_drafts(lambda f=family, r=rng: f.generate(r, worlds), wanted)
-        for index, draft in enumerate(drafts):
-            task_id = f"{composition.name}/{family.name}/{index:04d}"
-            tasks.append(_task(config, task_id, env, family.name, family.shape, draft))
-    return tasks
+    return _family_tasks(config, composition.name, env, composition.task_families(), worlds)
 
 
 def leakage(tasks: list[Task]) -> list[str]:

@@ -2,10 +2,10 @@
 
 Each task row is replayed in a process pool (one worker per core by default; each worker builds
 an app's seed snapshot at most once, or inherits it from the parent under fork). A task is kept
-when every reference call succeeds and its verifier gives reward 1. Optionally a teacher model
-must then solve it at least once in K rollouts. Outputs: the kept rows byte-for-byte as they were
-in the input, one report row per input task with the reason it was kept or dropped, and a
-manifest with input/output sha256 and counts by environment and reason.
+when every reference call succeeds and its verifier gives reward 1; `toolgym.rollout.teacher_check`
+can then require a teacher model to solve it at least once in K rollouts. Outputs: the kept rows
+byte-for-byte as they were in the input, one report row per input task with the reason it was
+kept or dropped, and a manifest with input/output sha256 and counts by environment and reason.
 """
 
 from __future__ import annotations
@@ -271,84 +271,19 @@ def _mark_duplicates(reports: list[TaskReport]) -> None:
 
 
 # ------------------------------------------------------------------------------------------
-#  Teacher check
-# ------------------------------------------------------------------------------------------
-
-
-def _teacher_check(run: ValidationRun, teacher: TeacherConfig, out_dir: Path) -> None:
-    """Roll the teacher out K times on every task that survived replay; keep those it solves at least once."""
-    import asyncio
-
-    from toolgym.policy.base import SamplingParams
-    from toolgym.policy.spec import make_policy
-    from toolgym.rollout.results import RESULTS_FILE
-    from toolgym.rollout.results import read_rows as read_results
-    from toolgym.rollout.runner import run_rollout
-
-    survivors = {r.line: r for r in run.reports if r.kept}
-    if not survivors:
-        return
-    raw_by_line = dict(run.rows)
-    tasks = [parse_task(raw_by_line[line]) for line in survivors]
-    rollout_dir = out_dir / "teacher"
-    sampling = SamplingParams(temperature=teacher.temperature, max_new_tokens=teacher.max_new_tokens)
-
-    def factory() -> Any:
-        return make_policy(teacher.policy, api_key=teacher.api_key or os.environ.get("OPENAI_API_KEY"))
-
-    asyncio.run(
-        run_rollout(
-            tasks, factory, out_dir=rollout_dir, samples_per_task=teacher.samples, concurrency=teacher.concurrency,
-            sampling=sampling, max_turns=teacher.max_turns, timeout_s=teacher.timeout_s,
-            tasks_sha256=sha256_file(run.input_path), tasks_path=run.input_path, config={"purpose": "teacher check"},
-        )
-    )
-    tallies: dict[str, dict[str, int]] = {}
-    for row in read_results(rollout_dir / RESULTS_FILE):
-        tally = tallies.setdefault(row["task_id"], {"samples": 0, "passed": 0, "errors": 0})
-        tally["samples"] += 1
-        if row.get("status") == "error":
-            tally["errors"] += 1
-        elif (row.get("reward") or 0.0) >= 1.0:
-            tally["passed"] += 1
-    for report in survivors.values():
-        tally = tallies.get(report.id or "", {"samples": 0, "passed": 0, "errors": 0})
-        report.teacher = tally
-        if tally["passed"] > 0:
-            continue
-        if tally["samples"] and tally["errors"] == tally["samples"]:
-            report.drop("teacher_error", f"all {tally['samples']} teacher samples were infrastructure errors")
-        else:
-            report.drop("teacher_unsolved", f"teacher solved 0 of {tally['samples']} samples")
-
-
-# ------------------------------------------------------------------------------------------
 #  Entry points
 # ------------------------------------------------------------------------------------------
 
 
-def validate_dataset(
-    dataset: str | Path,
-    *,
-    workers: int | None = None,
-    teacher: TeacherConfig | None = None,
-    out_dir: str | Path | None = None,
-) -> ValidationRun:
-    """Replay (and, with a teacher, roll out) every task of `dataset`; nothing is written except teacher rollouts."""
+def validate_dataset(dataset: str | Path, *, workers: int | None = None) -> ValidationRun:
+    """Replay every task of `dataset`; nothing is written (the teacher check is `toolgym.rollout.teacher_check`)."""
     path = tasks_file(dataset)
     rows = read_rows(path)
     workers = workers if workers is not None else usable_cores()
     started = time.perf_counter()
     reports = sorted(replay_rows(rows, workers), key=lambda r: r.line)
     _mark_duplicates(reports)
-    run = ValidationRun(path, rows, reports, workers, time.perf_counter() - started, teacher=teacher)
-    if teacher is not None:
-        if out_dir is None:
-            raise ValueError("a teacher check needs out_dir for its rollouts")
-        started = time.perf_counter()
-        _teacher_check(run, teacher, Path(out_dir))
-        run.teacher_seconds = time.perf_counter() - started
-    return run
+    return ValidationRun(path, rows, reports, workers, time.perf_counter() - started)
 
 
 def write_validation(run: ValidationRun, out_dir: str | Path) -> dict[str, Path]:

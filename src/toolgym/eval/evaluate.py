@@ -9,7 +9,8 @@ Layout written under OUT (each sub-run is an ordinary, resumable `toolgym rollou
     OUT/eval.json, OUT/eval.md    the summary as data and as markdown tables
 
 Trials are separate sub-runs (not sample-index ranges of one run) so each keeps its own manifest
-and seed and can be resumed or re-run alone; the manifest records this as `trial_layout`.
+and seed and can be resumed or re-run alone; the manifest records this as `trial_layout`. With `ray`
+settings every sub-run goes through one set of Ray workers, so each worker loads the policy once.
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ from pathlib import Path
 from rich.console import Console
 
 from toolgym.config.evaluation import EvalConfig
+from toolgym.config.pieces import RayWorkers
 from toolgym.dataset.manifest import write_manifest
 from toolgym.envs import Environment, make_env
 from toolgym.eval.records import GREEDY_DIR, TRIAL_PREFIX, load_run
 from toolgym.eval.summary import EvalSummary, summarize
 from toolgym.eval.tables import summary_markdown
 from toolgym.policy.base import Policy
-from toolgym.rollout.runner import RolloutSummary, run_rollout, tasks_digest
+from toolgym.rollout.runner import RolloutSummary, open_ray_pool, run_rollout, tasks_digest
+from toolgym.rollout.worker import PolicyIdentity
 from toolgym.schema import Task
 
 __all__ = ["EvalConfig", "EvalResult", "run_eval", "summarize_eval_dir"]
@@ -59,22 +62,32 @@ async def run_eval(
     progress: bool = False,
     console: Console | None = None,
     name: str | None = None,
+    ray: RayWorkers | None = None,
 ) -> EvalResult:
-    """Run every trial and the greedy pass (each resumable), then summarize and write the tables."""
+    """Run every trial and the greedy pass (each resumable), then summarize and write the tables.
+
+    `ray` with an address runs the episodes on Ray workers; `policy` must then be a factory.
+    """
     config = config or EvalConfig()
     if not tasks:
         raise ValueError("no tasks to evaluate")
     started = time.perf_counter()
     out = Path(out_dir)
-    owns_policy = not isinstance(policy, Policy)
-    handle: Policy = policy() if owns_policy else policy  # type: ignore[operator,assignment]
+    pool = None
+    if ray is not None and ray.ray is not None:
+        pool = open_ray_pool(policy, ray, concurrency=config.concurrency, env_factory=env_factory)
+    owns_policy = pool is None and not isinstance(policy, Policy)
+    handle: Policy | None = None  # the policy every sub-run shares here; on Ray, each worker holds its own
+    if pool is None:
+        handle = policy() if owns_policy else policy  # type: ignore[operator,assignment]
+    source = handle if handle is not None else policy
     digest = tasks_sha256 or tasks_digest(tasks)
     rollouts: dict[str, RolloutSummary] = {}
     common = {
         "concurrency": config.concurrency, "max_turns": config.max_turns,
         "max_context_tokens": config.max_context_tokens, "timeout_s": config.timeout_s,
         "done_tool": config.done_tool, "max_format_errors": config.max_format_errors, "env_factory": env_factory, "tasks_sha256": digest,
-        "tasks_path": tasks_path, "progress": progress, "console": console,
+        "tasks_path": tasks_path, "progress": progress, "console": console, "ray": pool,
     }
     try:
         for trial in range(1, config.trials + 1):
@@ -82,19 +95,22 @@ async def run_eval(
             if console is not None:
                 console.print(f"eval {label}: {len(tasks)} task(s) × {config.samples_per_task} sample(s)")
             rollouts[label] = await run_rollout(
-                tasks, handle, out_dir=out / label, samples_per_task=config.samples_per_task,
+                tasks, source, out_dir=out / label, samples_per_task=config.samples_per_task,
                 sampling=config.trial_sampling(trial), config={"eval_trial": trial}, **common,
             )
         if config.greedy:
             if console is not None:
                 console.print(f"eval {GREEDY_DIR}: {len(tasks)} task(s) at temperature 0")
             rollouts[GREEDY_DIR] = await run_rollout(
-                tasks, handle, out_dir=out / GREEDY_DIR, samples_per_task=1,
+                tasks, source, out_dir=out / GREEDY_DIR, samples_per_task=1,
                 sampling=config.greedy_sampling(), config={"eval_greedy": True}, **common,
             )
-        policy_name, checkpoint, weights = handle.name, handle.checkpoint, handle.weights
+        identity = pool.identity if pool is not None else PolicyIdentity.of(handle)  # type: ignore[arg-type]
+        policy_name, checkpoint, weights = identity.name, identity.checkpoint, identity.weights
     finally:
-        if owns_policy:
+        if pool is not None:
+            pool.close()
+        elif owns_policy and handle is not None:
             await handle.close()
     seconds = time.perf_counter() - started
     write_manifest(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,19 +84,18 @@ def row_item(row: dict[str, Any], origin: str, *, train_only: bool) -> PromptIte
     return PromptItem(task_id, prompt or "", origin)
 
 
-def read_items(path: str | Path, *, train_only: bool) -> list[PromptItem]:
-    """Every task-like row of a JSONL file (or a dataset folder's tasks.jsonl)."""
-    path = Path(path)
-    if path.is_dir():
-        candidates = [path / "tasks.jsonl", path / "results.jsonl"]
-        found = next((c for c in candidates if c.is_file()), None)
-        if found is None:
-            raise FileNotFoundError(f"{path}: no tasks.jsonl or results.jsonl inside")
-        path = found
+def _rows_file(folder: Path) -> Path | None:
+    """A folder's tasks.jsonl, else its results.jsonl, else None."""
+    return next((c for c in (folder / "tasks.jsonl", folder / "results.jsonl") if c.is_file()), None)
+
+
+def _file_items(path: Path, *, train_only: bool, skip: Callable[[dict[str, Any]], bool] | None = None
+                ) -> list[PromptItem]:
+    """The prompt item of every row of a JSONL file that `skip` does not pass over; a bad row names its line."""
     items: list[PromptItem] = []
     for line, row in iter_json_rows(path):
-        if not isinstance(row, dict):
-            raise JsonlError(path, line, "not a JSON object")
+        if skip is not None and skip(row):
+            continue
         try:
             item = row_item(row, f"{path}:{line}", train_only=train_only)
         except ValueError as exc:
@@ -106,26 +105,29 @@ def read_items(path: str | Path, *, train_only: bool) -> list[PromptItem]:
     return items
 
 
+def read_items(path: str | Path, *, train_only: bool) -> list[PromptItem]:
+    """Every task-like row of a JSONL file (or a dataset folder's tasks.jsonl)."""
+    path = Path(path)
+    if path.is_dir():
+        found = _rows_file(path)
+        if found is None:
+            raise FileNotFoundError(f"{path}: no tasks.jsonl or results.jsonl inside")
+        path = found
+    return _file_items(path, train_only=train_only)
+
+
+def _train_task_row(row: dict[str, Any]) -> bool:
+    return "id" in row and isinstance(row.get("prompt"), str) and row.get("split", "train") not in EVAL_SPLITS
+
+
 def eval_items_from_tasks(path: str | Path) -> list[PromptItem]:
     """The eval side: a dataset's held-out tasks (train-split task rows are skipped), or every results row."""
     source = Path(path)
     if source.is_dir():
-        source = next((c for c in (source / "tasks.jsonl", source / "results.jsonl") if c.is_file()), source)
+        source = _rows_file(source) or source
     if not source.is_file():
         raise FileNotFoundError(f"{path}: no such tasks or results file")
-    items: list[PromptItem] = []
-    for line, row in iter_json_rows(source):
-        if not isinstance(row, dict):
-            raise JsonlError(source, line, "not a JSON object")
-        if "id" in row and isinstance(row.get("prompt"), str) and row.get("split", "train") not in EVAL_SPLITS:
-            continue
-        try:
-            item = row_item(row, f"{source}:{line}", train_only=False)
-        except ValueError as exc:
-            raise JsonlError(source, line, str(exc).split(": ", 1)[-1]) from exc
-        if item is not None:
-            items.append(item)
-    return items
+    return _file_items(source, train_only=False, skip=_train_task_row)
 
 
 @dataclass

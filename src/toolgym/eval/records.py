@@ -21,7 +21,7 @@ from typing import Any
 
 from toolgym.rollout.results import RESULTS_FILE, error_cause, row_to_episode
 from toolgym.schema import Episode
-from toolgym.schema.jsonl import JsonlError, parse_line
+from toolgym.schema.jsonl import JsonlError, iter_json_rows
 
 TRIAL_PREFIX = "trial-"
 GREEDY_DIR = "greedy"
@@ -94,21 +94,13 @@ def read_records(path: str | Path, trial: str = "") -> list[EpisodeRecord]:
     """Every row of one results.jsonl with its line number; a bad row raises JsonlError naming file and line."""
     path = Path(path)
     records: list[EpisodeRecord] = []
-    with open(path, "rb") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            if not line.endswith(b"\n"):
-                raise JsonlError(path, number, "last line is cut off (an interrupted run); re-run it to repair")
-            row = parse_line(path, number, line)
-            if isinstance(row, JsonlError):
-                raise row
-            for name in REQUIRED_FIELDS:
-                if name not in row:
-                    raise JsonlError(path, number, "missing: not a toolgym results row", field=name)
-            if row["status"] not in ("ok", "truncated", "error"):
-                raise JsonlError(path, number, f"unknown status {row['status']!r}", field="status")
-            records.append(EpisodeRecord(row=row, path=path, line=number, trial=trial))
+    for number, row in iter_json_rows(path, cut_off="last line is cut off (an interrupted run); re-run it to repair"):
+        for name in REQUIRED_FIELDS:
+            if name not in row:
+                raise JsonlError(path, number, "missing: not a toolgym results row", field=name)
+        if row["status"] not in ("ok", "truncated", "error"):
+            raise JsonlError(path, number, f"unknown status {row['status']!r}", field="status")
+        records.append(EpisodeRecord(row=row, path=path, line=number, trial=trial))
     return records
 
 
@@ -152,7 +144,7 @@ def load_run(path: str | Path, name: str | None = None) -> RunRecords:
         return RunRecords(name=name or path.parent.name, root=path.parent, sampled=read_records(path))
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: no such run folder or results file")
-    run = RunRecords(name=name or path.name, root=path, manifest=_manifest(path))
+    run = RunRecords(name=name or path.name, root=path, manifest=read_json(path / "manifest.json"))
     trial_dirs = sorted((p for p in path.glob(f"{TRIAL_PREFIX}*") if (p / RESULTS_FILE).is_file()),
                         key=lambda p: _trial_order(p.name))
     greedy_file = path / GREEDY_DIR / RESULTS_FILE
@@ -171,12 +163,12 @@ def load_run(path: str | Path, name: str | None = None) -> RunRecords:
     return run
 
 
-def _manifest(path: Path) -> dict[str, Any]:
-    manifest = path / "manifest.json"
-    if not manifest.is_file():
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object file (a run's manifest.json, summary.json), or {} when absent; bad JSON names the file and line."""
+    if not path.is_file():
         return {}
     try:
-        data = json.loads(manifest.read_text())
+        data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{manifest}: invalid JSON: {exc.msg} at line {exc.lineno}") from exc
+        raise ValueError(f"{path}: invalid JSON: {exc.msg} at line {exc.lineno}") from exc
     return data if isinstance(data, dict) else {}

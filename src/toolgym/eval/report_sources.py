@@ -6,14 +6,13 @@ report says so.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolgym.eval.records import GREEDY_DIR, TRIAL_PREFIX, is_run_folder
+from toolgym.eval.records import GREEDY_DIR, TRIAL_PREFIX, is_run_folder, read_json
 from toolgym.schema.jsonl import iter_json_rows
 
 STAGE_ORDER = ("untrained", "base", "baseline", "before", "teacher", "random_init", "sft", "rft", "grpo", "after", "final")
@@ -31,17 +30,6 @@ class Stage:
     name: str
     seconds: float | None
     status: str = ""
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object file, or {} when absent; bad JSON names the file and line."""
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: invalid JSON: {exc.msg} at line {exc.lineno}") from exc
-    return data if isinstance(data, dict) else {}
 
 
 def _seconds(entry: dict[str, Any]) -> float | None:
@@ -108,6 +96,12 @@ def discover_runs(run_dir: Path) -> list[Path]:
         if path not in found and is_run_folder(path):
             found.append(path)
     return found
+
+
+def run_label(path: Path, run_dir: Path) -> str:
+    if path.resolve() == run_dir.resolve():
+        return run_dir.name
+    return str(path.resolve().relative_to(run_dir.resolve()))
 
 
 def names_stage(name: str, word: str) -> bool:

@@ -27,6 +27,7 @@ ERROR_CAUSES = (
     ("env error", "env error"),
     ("user simulator error", "user simulator error"),
     ("timeout", "timeout"),
+    ("worker error", "worker error"),  # a Ray worker died under the episode, on every try
     ("verifier", "verifier error"),  # "verifier crashed …", "verifier error: …", "verifier timed out …"
     ("episode loop error", "internal error"),  # a bug in toolgym itself
     ("rollout error", "internal error"),

@@ -6,7 +6,9 @@ episode is appended, flushed and fsynced before the next is counted; re-running 
 skips the (task_id, sample_index) pairs already written and drops a torn last line. One broken
 episode never stops the run: it becomes a `status="error"` row carrying its cause. Stopping the run
 (an exception, Ctrl-C, SIGTERM through `run_until_signalled`) cancels the episodes in flight: each
-row is written whole or not at all, so a re-run finishes the run without duplicates.
+row is written whole or not at all, so a re-run finishes the run without duplicates. With `ray`
+(settings or an open RayWorkerPool) the episodes run on Ray workers instead of local slots; rows, resume
+and the manifest are the same (rollout/ray_pool.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
 from rich.progress import (
@@ -37,6 +39,7 @@ from rich.progress import (
 from toolgym.agent.user import UserSimulator
 from toolgym.chat.parse import ToolCallParser
 from toolgym.chat.render import Renderer
+from toolgym.config.pieces import RayWorkers
 from toolgym.dataset.manifest import read_manifest, write_manifest
 from toolgym.envs import Environment, make_env
 from toolgym.policy.base import Policy, SamplingParams
@@ -49,9 +52,12 @@ from toolgym.rollout.results import (
     rewrite_rows,
     row_key,
 )
-from toolgym.rollout.worker import EpisodeWorker, episode_sampling, error_episode
-from toolgym.schema import Task
+from toolgym.rollout.worker import EpisodeWorker, PolicyIdentity, episode_sampling, error_episode
+from toolgym.schema import Episode, Task
 from toolgym.schema.jsonl import JsonlWriter
+
+if TYPE_CHECKING:
+    from toolgym.rollout.ray_pool import RayWorkerPool
 
 PolicySource = Policy | Callable[[], Policy]
 # Fields that must match for a resumed run to append to the same results.jsonl (the task file's
@@ -127,6 +133,8 @@ class RolloutSummary:
     error: int = 0
     passed: int = 0
     repaired_bytes: int = 0  # a torn last line dropped on resume
+    retried: int = 0  # Ray: episodes run again because the worker running them was lost
+    workers_lost: int = 0  # Ray: workers that died (or went silent) during this call
     seconds: float = 0.0
     errors_by_cause: dict[str, int] = field(default_factory=dict)
 
@@ -161,6 +169,8 @@ class RolloutSummary:
         ]
         if self.errors_by_cause:
             lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(self.errors_by_cause.items())))
+        if self.workers_lost:
+            lines.append(f"ray: {self.workers_lost} worker(s) lost; {self.retried} episode(s) ran again on another")
         if self.repaired_bytes:
             lines.append(f"dropped a torn last line ({self.repaired_bytes} bytes) left by an interrupted run")
         lines.append(f"results: {Path(self.out_dir) / RESULTS_FILE}")
@@ -213,6 +223,35 @@ def _stats_text(summary: RolloutSummary) -> str:
     return f"pass {summary.passed}/{summary.scored} ({summary.pass_rate:.0%}) · errors {summary.error}"
 
 
+def _ray_pool(
+    ray: RayWorkers | RayWorkerPool | None, policy: PolicySource, concurrency: int, *,
+    env_factory: Callable[[str], Environment], renderer: Renderer | None, parser: ToolCallParser | None,
+) -> tuple[RayWorkerPool | None, bool]:
+    """(the Ray pool the episodes run on, whether this call opened it); (None, False) to run them here."""
+    if ray is None or (isinstance(ray, RayWorkers) and ray.ray is None):
+        return None, False
+    if not isinstance(ray, RayWorkers):
+        return ray, False
+    return open_ray_pool(policy, ray, concurrency=concurrency, env_factory=env_factory, renderer=renderer,
+                         parser=parser), True
+
+
+def open_ray_pool(
+    policy: PolicySource, settings: RayWorkers, *, concurrency: int,
+    env_factory: Callable[[str], Environment] = make_env, renderer: Renderer | None = None,
+    parser: ToolCallParser | None = None,
+) -> RayWorkerPool:
+    """Start the Ray workers of `settings` (Ray is imported here, only by runs that use it)."""
+    if isinstance(policy, Policy):
+        raise RolloutError("a Ray run needs a policy factory, not an open policy: each Ray worker builds its own")
+    try:
+        from toolgym.rollout.ray_pool import RayWorkerPool
+    except ImportError as exc:
+        raise RolloutError(f"ray: {settings.ray} needs Ray installed: pip install 'toolgym[scale]' ({exc})") from exc
+    return RayWorkerPool(policy, settings, concurrency=concurrency, env_factory=env_factory, renderer=renderer,
+                         parser=parser)
+
+
 async def run_rollout(
     tasks: list[Task],
     policy: PolicySource,
@@ -236,10 +275,14 @@ async def run_rollout(
     retry_errors: bool = False,
     progress: bool = False,
     console: Console | None = None,
+    ray: RayWorkers | RayWorkerPool | None = None,
 ) -> RolloutSummary:
     """Run `samples_per_task` episodes of every task into `out_dir/results.jsonl` (resumable).
 
     `policy` is a Policy (the caller closes it) or a zero-argument factory (opened and closed here).
+    `ray`: run the episodes on Ray workers, either settings with an address (workers started and stopped
+    here, each building the policy from the factory) or a RayWorkerPool the caller opened (then `policy`,
+    `env_factory`, `renderer` and `parser` are the pool's own).
     """
     if samples_per_task < 1 or concurrency < 1:
         raise ValueError("samples_per_task and concurrency must be at least 1")
@@ -254,15 +297,19 @@ async def run_rollout(
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / RESULTS_FILE
 
-    owns_policy = not isinstance(policy, Policy)
-    handle: Policy = policy() if owns_policy else policy  # type: ignore[operator,assignment]
+    pool, owns_pool = _ray_pool(ray, policy, concurrency, env_factory=env_factory, renderer=renderer, parser=parser)
+    owns_policy = pool is None and not isinstance(policy, Policy)
+    handle: Policy | None = None
+    if pool is None:
+        handle = policy() if owns_policy else policy  # type: ignore[operator,assignment]
     try:
+        identity = pool.identity if pool is not None else PolicyIdentity.of(handle)  # type: ignore[arg-type]
         manifest = {
             "tasks_path": str(tasks_path) if tasks_path else None,
             "tasks_sha256": tasks_sha256 or tasks_digest(tasks),
-            "policy": handle.name,
-            "checkpoint": handle.checkpoint,
-            "weights": handle.weights,
+            "policy": identity.name,
+            "checkpoint": identity.checkpoint,
+            "weights": identity.weights,
             "sampling": sampling.to_dict(),
             "seed": sampling.seed,
             "config": {
@@ -275,6 +322,7 @@ async def run_rollout(
                 "user_simulator": getattr(user_simulator, "name", None),
                 **({"max_format_errors": max_format_errors} if max_format_errors is not None else {}),
                 "task_count": len(tasks),
+                **({"ray": pool.settings.model_dump(mode="json")} if pool is not None else {}),
                 **(config or {}),
             },
         }
@@ -306,43 +354,31 @@ async def run_rollout(
         with JsonlWriter(results_path) as writer, _progress(console, progress) as bar:
             progress_task = bar.add_task("rollout", total=task_total, stats=_stats_text(summary))
 
-            async def slot(worker: EpisodeWorker) -> None:
+            def record(task: Task, sample_index: int, episode: Episode) -> None:
+                """Write one finished episode's row (durably) and count it."""
                 try:
-                    while pending:
-                        task, sample_index = pending.popleft()
-                        episode = await worker.run(task, sample_index, sampling)
-                        try:
-                            row = episode_to_row(episode, task)
-                        except Exception as exc:  # a row that cannot be built must not stop the run
-                            row = episode_to_row(error_episode(
-                                task, sample_index, handle, episode_sampling(sampling, task.id, sample_index),
-                                f"rollout error: cannot build the results row: {type(exc).__name__}: {exc}",
-                            ), task)
-                        writer.write(row)
-                        summary.add(row)
-                        summary.ran += 1
-                        bar.update(progress_task, advance=1, stats=_stats_text(summary))
-                        current = asyncio.current_task()
-                        if current is not None and current.cancelling():
-                            # A cancel that an await inside the episode swallowed (asyncio.wait_for does,
-                            # when what it waits for finishes at that moment): stop now its row is written.
-                            raise asyncio.CancelledError
-                finally:
-                    worker.close()
+                    row = episode_to_row(episode, task)
+                except Exception as exc:  # a row that cannot be built must not stop the run
+                    row = episode_to_row(error_episode(
+                        task, sample_index, identity, episode_sampling(sampling, task.id, sample_index),
+                        f"rollout error: cannot build the results row: {type(exc).__name__}: {exc}",
+                    ), task)
+                writer.write(row)
+                summary.add(row)
+                summary.ran += 1
+                bar.update(progress_task, advance=1, stats=_stats_text(summary))
 
-            shared_renderer = renderer
-            workers = []
-            for _ in range(min(concurrency, max(task_total, 1))):
-                worker = EpisodeWorker(handle, renderer=shared_renderer, parser=parser,
-                                       env_factory=env_factory, episode_kwargs=episode_kwargs)
-                shared_renderer = worker.renderer  # build the renderer once, share it
-                workers.append(worker)
-            # A TaskGroup cancels the other slots if one cannot write its row (disk full): nothing
-            # is lost, the rows already written stay, and a re-run resumes.
             try:
-                async with asyncio.TaskGroup() as group:
-                    for worker in workers:
-                        group.create_task(slot(worker))
+                if pool is not None:
+                    lost_before = pool.lost
+                    try:
+                        summary.retried = await pool.run_episodes(pending, sampling, episode_kwargs, record)
+                    finally:
+                        summary.workers_lost = pool.lost - lost_before
+                else:
+                    assert handle is not None
+                    await _run_here(handle, pending, sampling, episode_kwargs, record, concurrency=concurrency,
+                                    renderer=renderer, parser=parser, env_factory=env_factory)
             except BaseException:
                 summary.seconds = time.perf_counter() - started
                 with contextlib.suppress(Exception):  # the cause of the stop is what must surface
@@ -352,5 +388,49 @@ async def run_rollout(
         write_manifest(out, "rollout", status="complete", summary=summary.to_dict(), **manifest)
         return summary
     finally:
-        if owns_policy:
+        if owns_pool and pool is not None:
+            pool.close()
+        if owns_policy and handle is not None:
             await handle.close()
+
+
+async def _run_here(
+    handle: Policy,
+    pending: deque[tuple[Task, int]],
+    sampling: SamplingParams,
+    episode_kwargs: dict[str, Any],
+    record: Callable[[Task, int, Episode], None],
+    *,
+    concurrency: int,
+    renderer: Renderer | None,
+    parser: ToolCallParser | None,
+    env_factory: Callable[[str], Environment],
+) -> None:
+    """`concurrency` local slots, each an EpisodeWorker with its own environments, sharing one policy."""
+
+    async def slot(worker: EpisodeWorker) -> None:
+        try:
+            while pending:
+                task, sample_index = pending.popleft()
+                episode = await worker.run(task, sample_index, sampling)
+                record(task, sample_index, episode)
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    # A cancel that an await inside the episode swallowed (asyncio.wait_for does,
+                    # when what it waits for finishes at that moment): stop now its row is written.
+                    raise asyncio.CancelledError
+        finally:
+            worker.close()
+
+    shared_renderer = renderer
+    workers = []
+    for _ in range(min(concurrency, max(len(pending), 1))):
+        worker = EpisodeWorker(handle, renderer=shared_renderer, parser=parser,
+                               env_factory=env_factory, episode_kwargs=episode_kwargs)
+        shared_renderer = worker.renderer  # build the renderer once, share it
+        workers.append(worker)
+    # A TaskGroup cancels the other slots if one cannot write its row (disk full): nothing
+    # is lost, the rows already written stay, and a re-run resumes.
+    async with asyncio.TaskGroup() as group:
+        for worker in workers:
+            group.create_task(slot(worker))

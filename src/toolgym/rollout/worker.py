@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 import traceback
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from toolgym.agent.episode import run_episode
@@ -47,7 +47,22 @@ def default_renderer(policy: Policy) -> Renderer:
     return Renderer(policy.tokenizer, prompt_style=load_prompt_style(getattr(policy.tokenizer, "name_or_path", None)))
 
 
-def error_episode(task: Task, sample_index: int, policy: Policy, sampling: SamplingParams, error: str) -> Episode:
+@dataclass(frozen=True)
+class PolicyIdentity:
+    """What rows and manifests record of a policy, for runs whose policy lives in another process (Ray)."""
+
+    name: str
+    checkpoint: str | None = None
+    weights: str | None = None
+
+    @classmethod
+    def of(cls, policy: Policy) -> PolicyIdentity:
+        return cls(name=policy.name, checkpoint=policy.checkpoint, weights=policy.weights)
+
+
+def error_episode(
+    task: Task, sample_index: int, policy: Policy | PolicyIdentity, sampling: SamplingParams, error: str,
+) -> Episode:
     return Episode(
         task_id=task.id,
         env=task.env,

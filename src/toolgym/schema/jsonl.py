@@ -149,22 +149,26 @@ def jsonl_in(location: str | Path, name: str, folder: str) -> Path:
     return path
 
 
-def iter_lines(path: str | Path) -> Iterator[tuple[int, Any | JsonlError]]:
+def iter_lines(path: str | Path, *, cut_off: str | None = None) -> Iterator[tuple[int, Any | JsonlError]]:
     """(line number, JSON object) per non-empty line; a bad line yields its JsonlError instead of raising,
     so one torn line does not hide the rest of a file from a report. Lines are split on bytes, so one
-    undecodable byte spoils only its own line."""
+    undecodable byte spoils only its own line. With `cut_off` (a file written row by row), a last line
+    without its newline is a row cut off mid-write: its error says `cut_off`."""
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if number == 1 and raw.startswith(_BOM):
                 raw = raw[len(_BOM):]
             if not raw.strip():
                 continue
+            if cut_off is not None and not raw.endswith(b"\n"):
+                yield number, JsonlError(path, number, cut_off)
+                continue
             yield number, parse_line(path, number, raw)
 
 
-def iter_json_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """Yield (line_number, JSON object) for each non-empty line; a bad line raises JsonlError."""
-    for number, row in iter_lines(path):
+def iter_json_rows(path: str | Path, *, cut_off: str | None = None) -> Iterator[tuple[int, Any]]:
+    """Yield (line_number, JSON object) for each non-empty line; a bad line (see `iter_lines`) raises JsonlError."""
+    for number, row in iter_lines(path, cut_off=cut_off):
         if isinstance(row, JsonlError):
             raise row
         yield number, row

@@ -35,6 +35,7 @@ from typing import Any
 
 from toolgym.envs.environment import Environment
 from toolgym.schema import CheckResult, Verdict
+from toolgym.verify.fleet_api import FLEET_API_FILES
 from toolgym.verify.isolation import (
     TRUST_ENV,
     TRUST_OPTION,
@@ -64,7 +65,6 @@ __all__ = [
 ]
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
-FLEET_API = Path(__file__).with_name("fleet_api.py")
 FILE_LIMIT_MB = 16  # the most a verifier may write: per file, and its whole scratch tmpfs
 MAX_RESULT_BYTES = 1024 * 1024  # the child's one JSON line; anything larger is an error
 _TAIL = 600
@@ -311,7 +311,8 @@ def run_python_verifier(
             return Verdict.failure(scrub(f"verifier sandbox could not snapshot the databases: {type(exc).__name__}: {exc}") or "")
         (inputs / "verifier.py").write_text(code, encoding="utf-8")
         shutil.copyfile(CHILD_SCRIPT, inputs / CHILD_SCRIPT.name)  # the child loads the API from its own folder
-        shutil.copyfile(FLEET_API, inputs / FLEET_API.name)
+        for name in FLEET_API_FILES:
+            shutil.copyfile(CHILD_SCRIPT.with_name(name), inputs / name)
         spec = {
             "code_file": "verifier.py",
             "final_answer": final_answer,

@@ -12,7 +12,7 @@ mode a user must opt into): code in this process can switch it off.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import io
 import json
 import linecache
@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 VERIFIER_FILENAME = "<verifier>"
+FLEET_PACKAGE = "toolgym_fleet"  # the name this folder is imported under, for the fleet_*.py files
 
 # Events refused outright (prefix match on the audit event name).
 _BLOCKED_EVENTS = (
@@ -174,15 +175,14 @@ def set_limits(memory_mb: int, timeout_s: float, file_mb: int) -> None:
 
 
 def load_fleet_api() -> types.ModuleType:
-    """toolgym's Fleet verifier API, loaded from its file (the package itself is not importable here)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fleet_api.py")
-    spec = importlib.util.spec_from_file_location("toolgym_fleet_api", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["toolgym_fleet_api"] = module
-    spec.loader.exec_module(module)
-    return module
+    """toolgym's Fleet verifier API, loaded from the fleet_*.py files beside this script.
+
+    toolgym itself is not importable here, so this folder stands in as a package named FLEET_PACKAGE:
+    fleet_api.py's relative imports of its sibling files resolve inside it."""
+    package = types.ModuleType(FLEET_PACKAGE)
+    package.__path__ = [os.path.dirname(os.path.abspath(__file__))]
+    sys.modules[FLEET_PACKAGE] = package
+    return importlib.import_module(f"{FLEET_PACKAGE}.fleet_api")
 
 
 def verifier_decorator(*args: Any, **kwargs: Any) -> Any:

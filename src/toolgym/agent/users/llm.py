@@ -11,7 +11,6 @@ error of the episode, never a reward).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -26,6 +25,7 @@ from toolgym.agent.user import (
 )
 from toolgym.agent.users.scripted import UserSimulatorError, fact_label
 from toolgym.envs import EnvError, Environment
+from toolgym.policy.openai_client import LoopBoundClient
 from toolgym.schema import Message, Task, UserScenario
 
 RULES = f"""Rules:
@@ -137,18 +137,11 @@ class LLMUserSimulator:
         self.max_tokens = max_tokens
         self.max_tool_rounds = max_tool_rounds
         self.seed = seed
-        self._options: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "timeout": timeout_s,
-                                         "max_retries": max_retries}
-        self._client: openai.AsyncOpenAI | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._clients = LoopBoundClient(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=max_retries)
 
     def client(self) -> openai.AsyncOpenAI:
-        """One client per event loop: pooled connections belong to the loop that opened them."""
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = openai.AsyncOpenAI(**self._options)
-            self._client_loop = loop
-        return self._client
+        """The client of the running event loop (see `LoopBoundClient`)."""
+        return self._clients.get()
 
     def for_episode(self, task: Task, env: Environment) -> LLMUserSession:
         return LLMUserSession(self, task, env)
@@ -160,6 +153,4 @@ class LLMUserSimulator:
         )
 
     async def close(self) -> None:
-        if self._client is not None and self._client_loop is asyncio.get_running_loop():
-            await self._client.close()
-        self._client, self._client_loop = None, None
+        await self._clients.close()

@@ -15,6 +15,7 @@ from typing import Any
 
 from toolgym.envs import kit
 from toolgym.envs.app import TaskDraft
+from toolgym.envs.kit.row_checks import field_is, has_row, inserted, only
 from toolgym.envs.multi.base import (
     Composition,
     MultiTaskFamily,
@@ -26,13 +27,11 @@ from toolgym.envs.multi.base import (
     guarded,
     refusal,
 )
-from toolgym.schema import AnswerContains, DiffOnly, ExpectedChange, FieldEquals, RowAbsent, RowExists
+from toolgym.schema import AnswerContains, DiffOnly, ExpectedChange, RowAbsent
 
-ROLE_WORDS: dict[str, tuple[str, ...]] = {
-    "viewer": ("as a viewer", "with view-only access", "read-only"),
-    "commenter": ("as a commenter", "with comment access", "so they can comment"),
-    "editor": ("as an editor", "with edit access", "so they can edit it"),
-}
+TEXTS = kit.module_texts(__file__)
+
+ROLE_WORDS = TEXTS["ROLE_WORDS"]
 # words that pick out a kind of file by name: "my most recently changed budget file"
 FILE_WORDS = ("budget", "invoice", "report", "roadmap", "onboarding", "proposal", "runbook", "postmortem",
               "mockup", "deck", "agenda", "notes", "forecast", "policy", "checklist", "plan", "spec", "resume")
@@ -102,14 +101,11 @@ def share_rows(file: dict[str, Any], grantee: str, role: str, me: str) -> tuple[
     """Checks that `grantee` got `role` on the file, and the changes that share makes (permission + activity)."""
     where = {"file_id": file["id"], "grantee": grantee}
     checks = [
-        RowExists(table="drive.permissions", where=where, count=1, weight=2.0,
-                  label=f"{file['name']} shared with {grantee}"),
-        FieldEquals(table="drive.permissions", where=where, field="role", value=role, weight=1.0,
-                    label=f"{grantee} is a {role}"),
+        has_row("drive.permissions", where, f"{file['name']} shared with {grantee}", weight=2.0, count=1),
+        field_is("drive.permissions", where, "role", role, f"{grantee} is a {role}", weight=1.0),
     ]
-    expected = [ExpectedChange(table="drive.permissions", op="insert", where=where),
-                ExpectedChange(table="drive.activity", op="insert",
-                               where={"actor": me, "action": "share", "file_id": file["id"]})]
+    expected = [inserted("drive.permissions", where),
+                inserted("drive.activity", {"actor": me, "action": "share", "file_id": file["id"]})]
     return checks, expected
 
 
@@ -125,14 +121,7 @@ def latest_from(scratch: Scratch, sender: dict[str, Any]) -> dict[str, Any]:
 
 # -- share with the sender and answer ------------------------------------------------------------------
 
-SENDER_PHRASINGS = (
-    "{sender} is waiting for {file}. Share it with them {role_words} in Drive, then reply to their latest email "
-    "to let them know it's shared.",
-    "Reply to the last email {sender} sent me saying I've shared {file} with them, and actually share it first: "
-    "{role_words}.",
-    "Please give {sender} access to {file} on my Drive ({role_words}) and answer their most recent email "
-    "confirming it.",
-)
+SENDER_PHRASINGS = TEXTS["SENDER_PHRASINGS"]
 
 
 @guarded
@@ -163,11 +152,9 @@ def share_with_sender(rng: random.Random, worlds: Worlds) -> TaskDraft:
         "SELECT id FROM messages WHERE owner=? AND in_reply_to=? AND to_addresses=? ORDER BY id",
         (me["username"], message["id"], sender["email"].lower())))
     checks += [
-        RowExists(table="mail.messages", where={**reply, "to_addresses": sender["email"].lower()},
-                  count=earlier + 1,
-                  weight=2.0, label=f"replied to message {message['id']}"),
-        DiffOnly(expected=[*expected, ExpectedChange(table="mail.messages", op="insert", where=reply)],
-                 weight=2.0, label="only the share and the reply"),
+        has_row("mail.messages", {**reply, "to_addresses": sender["email"].lower()},
+                f"replied to message {message['id']}", weight=2.0, count=earlier + 1),
+        only("only the share and the reply", [*expected, inserted("mail.messages", reply)], weight=2.0),
         AnswerContains(values=[file["name"]], weight=1.0, label="names the file"),
     ]
     return TaskDraft(
@@ -184,12 +171,7 @@ def share_with_sender(rng: random.Random, worlds: Worlds) -> TaskDraft:
 
 # -- share with the people who accepted a meeting -------------------------------------------------------
 
-ATTENDEE_PHRASINGS = (
-    "Share {file} {role_words} with everyone who accepted my '{title}' meeting {day}.",
-    "For my '{title}' meeting {day}: give each attendee who has accepted access to {file} in Drive, "
-    "{role_words}. Skip anyone who hasn't accepted.",
-    "Look up who said yes to '{title}' {day} and share {file} with each of them {role_words}.",
-)
+ATTENDEE_PHRASINGS = TEXTS["ATTENDEE_PHRASINGS"]
 
 
 @guarded
@@ -246,11 +228,7 @@ def share_with_attendees(rng: random.Random, worlds: Worlds) -> TaskDraft:
 
 # -- ask the owner for edit access -----------------------------------------------------------------------
 
-ACCESS_PHRASINGS = (
-    "I can't edit {file} in Drive. Email its owner to ask for edit access, with the subject '{subject}'.",
-    "Send the owner of {file} an email (subject: '{subject}') asking them to make me an editor of it.",
-    "Who owns {file}? Write to them asking for edit rights; use '{subject}' as the subject line.",
-)
+ACCESS_PHRASINGS = TEXTS["ACCESS_PHRASINGS"]
 
 
 def _shared_file_owner(rng: random.Random, worlds: Worlds, scratch: Scratch) -> tuple[dict, dict]:
@@ -287,10 +265,9 @@ def request_edit_access(rng: random.Random, worlds: Worlds) -> TaskDraft:
     index, prompt = kit.phrase(rng, ACCESS_PHRASINGS, file=file["name"], subject=subject)
     sent = {"owner": me["username"], "subject": subject}
     checks = [
-        RowExists(table="mail.messages", where={**sent, "to_addresses": owner["email"].lower(), "cc_addresses": ""},
-                  count=1, weight=3.0, label=f"emailed {owner['email']}"),
-        DiffOnly(expected=[ExpectedChange(table="mail.messages", op="insert", where=sent)], weight=2.0,
-                 label="only the email; Drive unchanged"),
+        has_row("mail.messages", {**sent, "to_addresses": owner["email"].lower(), "cc_addresses": ""},
+                f"emailed {owner['email']}", weight=3.0, count=1),
+        only("only the email; Drive unchanged", [inserted("mail.messages", sent)], weight=2.0),
         AnswerContains(values=[owner["name"]], weight=1.0, label="names the owner"),
     ]
     return TaskDraft(

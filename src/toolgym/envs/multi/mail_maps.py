@@ -17,6 +17,7 @@ from typing import Any
 
 from toolgym.envs import kit
 from toolgym.envs.app import TaskDraft
+from toolgym.envs.kit.row_checks import field_is, has_row, inserted, only, updated
 from toolgym.envs.multi.base import (
     Composition,
     MultiTaskFamily,
@@ -29,14 +30,11 @@ from toolgym.envs.multi.base import (
     no_change,
     refusal,
 )
-from toolgym.schema import AnswerContains, DiffOnly, ExpectedChange, FieldEquals, RowExists
+from toolgym.schema import AnswerContains, ExpectedChange
 
-MODES: dict[str, tuple[str, str]] = {  # mode -> (how to get there, the trip)
-    "drive": ("drive", "drive"),
-    "walk": ("walk", "walk"),
-    "bike": ("bike", "bike ride"),
-    "transit": ("take transit", "transit trip"),
-}
+TEXTS = kit.module_texts(__file__)
+
+MODES = TEXTS["MODES"]  # mode -> (how to get there, the trip)
 ORIGINS: dict[str, tuple[str, ...]] = {"home": ("home", "my place"), "work": ("the office", "work")}
 VIRTUAL = ("Zoom", "Microsoft Teams")
 # (latest end time of the meeting, category, meal word) for the meal-after-a-meeting family
@@ -69,7 +67,7 @@ def trip(rng: random.Random, scratch: Scratch, destination: str) -> tuple[str, s
     return mode, origin, rng.choice(ORIGINS[origin]), route
 
 
-def relative_day(rng: random.Random, today: dt.date, day: dt.date) -> tuple[str, str]:
+def spoken_day(rng: random.Random, today: dt.date, day: dt.date) -> tuple[str, str]:
     """How the prompt says the day and what a tool is given: a relative phrase when one fits."""
     options = day_phrases(today, day)
     relative = [o for o in options if not o[0].startswith("on ")]
@@ -87,11 +85,7 @@ def minutes_check(route: dict[str, Any], weight: float = 2.0) -> AnswerContains:
 
 # -- accept an invitation and say how long the trip is ----------------------------------------------------
 
-ACCEPT_PHRASINGS = (
-    "Accept the invitation to '{title}' {day} and tell me how long it takes to {verb} there from {origin}.",
-    "I'll go to '{title}' {day}: accept it, and how many minutes is the {noun} from {origin} to that room?",
-    "Say yes to the '{title}' invite {day}. Also, how far is its room from {origin}, and how long is the {noun}?",
-)
+ACCEPT_PHRASINGS = TEXTS["ACCEPT_PHRASINGS"]
 
 
 @guarded
@@ -103,7 +97,7 @@ def accept_with_travel_time(rng: random.Random, worlds: Worlds) -> TaskDraft:
                if i["event_status"] == "scheduled" and i["location"] in known]
     invite = choice(rng, invites)
     day = dt.date.fromisoformat(invite["start"][:10])
-    said, argument = relative_day(rng, today, day)
+    said, argument = spoken_day(rng, today, day)
     if not unique_title(scratch("list_invites", status="pending", date=argument), invite["title"]):
         raise Unusable("two pending invitations share the title that day")
     mode, origin, origin_words, route = trip(rng, scratch, invite["location"])
@@ -113,11 +107,8 @@ def accept_with_travel_time(rng: random.Random, worlds: Worlds) -> TaskDraft:
                            noun=MODES[mode][1], origin=origin_words)
     where = {"event_id": invite["event_id"], "invitee_email": me["email"].lower()}
     checks = [
-        FieldEquals(table="mail.event_invites", where=where, field="response", value="accepted", weight=2.0,
-                    label=f"accepted event {invite['event_id']}"),
-        DiffOnly(expected=[ExpectedChange(table="mail.event_invites", op="update", where=where,
-                                          fields=["response", "responded_at"])],
-                 weight=2.0, label="only the invitation answered; maps unchanged"),
+        field_is("mail.event_invites", where, "response", "accepted", f"accepted event {invite['event_id']}", weight=2.0),
+        only("only the invitation answered; maps unchanged", [updated("mail.event_invites", where, ["response", "responded_at"])], weight=2.0),
         minutes_check(route),
     ]
     return TaskDraft(
@@ -136,14 +127,7 @@ def accept_with_travel_time(rng: random.Random, worlds: Worlds) -> TaskDraft:
 
 # -- block travel time before a meeting -------------------------------------------------------------------
 
-BLOCK_PHRASINGS = (
-    "Block travel time before my '{title}' meeting {day}: add an event called '{block}' that ends when the meeting "
-    "starts and lasts as long as the {noun} from {origin} takes, rounded up to the next 5 minutes.",
-    "I'll {verb} from {origin} to '{title}' {day}. Put '{block}' on my calendar right before it, as long as that "
-    "trip takes (round up to a multiple of 5 minutes).",
-    "Add a '{block}' block to my calendar {day} that ends exactly when '{title}' begins; make it the {noun} time "
-    "from {origin} rounded up to 5-minute steps.",
-)
+BLOCK_PHRASINGS = TEXTS["BLOCK_PHRASINGS"]
 
 
 def _meetings(scratch: Scratch, today: dt.date, days: int = 14) -> list[dict[str, Any]]:
@@ -166,7 +150,7 @@ def block_travel_time(rng: random.Random, worlds: Worlds) -> TaskDraft:
     known = rooms(worlds)
     event = choice(rng, [e for e in _meetings(scratch, today) if e["location"] in known])
     day = dt.date.fromisoformat(event["start"][:10])
-    said, argument = relative_day(rng, today, day)
+    said, argument = spoken_day(rng, today, day)
     if not unique_title(scratch("list_events", date=argument), event["title"]):
         raise Unusable("two meetings share the title that day")
     mode, origin, origin_words, route = trip(rng, scratch, event["location"])
@@ -182,11 +166,9 @@ def block_travel_time(rng: random.Random, worlds: Worlds) -> TaskDraft:
                            noun=MODES[mode][1], verb=MODES[mode][0], origin=origin_words)
     new = {"organizer": me["username"], "title": block}
     checks = [
-        RowExists(table="mail.calendar_events", where={**new, "start": f"{day.isoformat()}T{_hhmm(start)}",
-                                                        "end": event["start"], "status": "scheduled"},
-                  count=1, weight=3.0, label=f"'{block}' from {_hhmm(start)} to {event['start'][11:16]}"),
-        DiffOnly(expected=[ExpectedChange(table="mail.calendar_events", op="insert", where=new)], weight=2.0,
-                 label="only the travel block; maps unchanged"),
+        has_row("mail.calendar_events", {**new, "start": f"{day.isoformat()}T{_hhmm(start)}", "end": event["start"], "status": "scheduled"},
+                f"'{block}' from {_hhmm(start)} to {event['start'][11:16]}", weight=3.0, count=1),
+        only("only the travel block; maps unchanged", [inserted("mail.calendar_events", new)], weight=2.0),
         minutes_check(route, weight=1.0),
     ]
     return TaskDraft(
@@ -206,18 +188,7 @@ def block_travel_time(rng: random.Random, worlds: Worlds) -> TaskDraft:
 
 # -- a meal after a meeting near its room ------------------------------------------------------------------
 
-MEAL_PHRASINGS = (
-    "After my '{title}' meeting {day}, set up {meal} with everyone who accepted it: pick the best-rated {category} "
-    "within {radius} km of the meeting room that's open when the meeting ends, put a one-hour '{event}' event on my "
-    "calendar there right after the meeting (location: the {category}'s name), and save the place to my "
-    "'{list}' list.",
-    "Plan {meal} right after '{title}' {day}: the top-rated {category} within {radius} km of its room and open at "
-    "the end time. Invite the people who accepted the meeting to a one-hour '{event}' at that place (use its name "
-    "as the location), and add the place to my '{list}' list on the map.",
-    "Find the highest-rated {category} no more than {radius} km from the room of my '{title}' meeting {day}, open "
-    "as the meeting finishes. Save it in my '{list}' list and book '{event}' there for an hour after the meeting "
-    "with the attendees who accepted (location = its name).",
-)
+MEAL_PHRASINGS = TEXTS["MEAL_PHRASINGS"]
 
 
 @guarded
@@ -248,7 +219,7 @@ def meal_after_meeting(rng: random.Random, worlds: Worlds) -> TaskDraft:
     lists = [entry for entry in scratch("list_my_lists")
              if all(p["place_id"] != place["place_id"] for p in entry["places"]) and entry["count"] < 25]
     saved_list = choice(rng, lists)
-    said, argument = relative_day(rng, today, day)
+    said, argument = spoken_day(rng, today, day)
     if not unique_title(scratch("list_events", date=argument), event["title"]):
         raise Unusable("two meetings share the title that day")
     title = f"{meal.capitalize()} after {event['title']}"
@@ -264,20 +235,11 @@ def meal_after_meeting(rng: random.Random, worlds: Worlds) -> TaskDraft:
     new = {"organizer": me["username"], "title": title}
     saved = {"list_id": saved_list["list_id"], "place_id": place["place_id"]}
     checks: list = [
-        RowExists(table="mail.calendar_events", where={**new, "start": f"{day.isoformat()}T{end}",
-                                                        "end": f"{day.isoformat()}T{finish}",
-                                                        "location": place["name"]},
-                  count=1, weight=2.0, label=f"'{title}' at {place['name']}"),
-        *(RowExists(table="mail.event_invites", where={"event_id": created["id"], "invitee_email": email},
-                    count=1, weight=1.0, label=f"{email} invited") for email in accepted),
-        RowExists(table="maps.saved_places", where=saved, count=1, weight=2.0,
-                  label=f"{place['name']} saved to '{saved_list['name']}'"),
-        DiffOnly(expected=[ExpectedChange(table="mail.calendar_events", op="insert", where=new),
-                           *(ExpectedChange(table="mail.event_invites", op="insert",
-                                            where={"event_id": created["id"], "invitee_email": email})
-                             for email in accepted),
-                           ExpectedChange(table="maps.saved_places", op="insert", where=saved)],
-                 weight=2.0, label="only the event, its invitations and the saved place"),
+        has_row("mail.calendar_events", {**new, "start": f"{day.isoformat()}T{end}", "end": f"{day.isoformat()}T{finish}", "location": place["name"]},
+                f"'{title}' at {place['name']}", weight=2.0, count=1),
+        *(has_row("mail.event_invites", {"event_id": created["id"], "invitee_email": email}, f"{email} invited", weight=1.0, count=1) for email in accepted),
+        has_row("maps.saved_places", saved, f"{place['name']} saved to '{saved_list['name']}'", weight=2.0, count=1),
+        only("only the event, its invitations and the saved place", [inserted("mail.calendar_events", new), *(ExpectedChange(table="mail.event_invites", op="insert", where={"event_id": created["id"], "invitee_email": email}) for email in accepted), inserted("maps.saved_places", saved)], weight=2.0),
         AnswerContains(values=[place["name"]], weight=1.0, label="names the place"),
     ]
     return TaskDraft(
@@ -298,11 +260,7 @@ def meal_after_meeting(rng: random.Random, worlds: Worlds) -> TaskDraft:
 
 # -- the commute to the first in-person meeting of a day --------------------------------------------------
 
-COMMUTE_PHRASINGS = (
-    "Which room is my first in-person meeting {day} in, and how long will it take me to {verb} there from {origin}?",
-    "What's my first meeting {day} that isn't a video call, and how many minutes is the {noun} from {origin}?",
-    "{day_cap}, where is my first in-person meeting, and how long does it take to {verb} from {origin} to it?",
-)
+COMMUTE_PHRASINGS = TEXTS["COMMUTE_PHRASINGS"]
 
 
 @guarded
@@ -311,7 +269,7 @@ def first_meeting_commute(rng: random.Random, worlds: Worlds) -> TaskDraft:
     _me, env, scratch, today = setup(rng, worlds)
     known = rooms(worlds)
     day = today + dt.timedelta(days=rng.randint(0, 7))
-    said, argument = relative_day(rng, today, day)
+    said, argument = spoken_day(rng, today, day)
     events = scratch("list_events", date=argument)
     in_person = [e for e in events if e["location"] in known]
     if not in_person:
@@ -353,7 +311,7 @@ def travel_impossible(rng: random.Random, worlds: Worlds) -> TaskDraft:
     if rng.random() < 0.5:
         event = choice(rng, [e for e in _meetings(scratch, today) if e["location"] in VIRTUAL])
         day = dt.date.fromisoformat(event["start"][:10])
-        said, argument = relative_day(rng, today, day)
+        said, argument = spoken_day(rng, today, day)
         if not unique_title(scratch("list_events", date=argument), event["title"]):
             raise Unusable("two meetings share the title that day")
         index, prompt = kit.phrase(rng, BLOCK_PHRASINGS, title=event["title"], day=said,
@@ -367,7 +325,7 @@ def travel_impossible(rng: random.Random, worlds: Worlds) -> TaskDraft:
                    if i["event_status"] == "cancelled" and i["my_response"] == "pending"]
         invite = choice(rng, invites)
         day = dt.date.fromisoformat(invite["start"][:10])
-        said, argument = relative_day(rng, today, day)
+        said, argument = spoken_day(rng, today, day)
         if not unique_title(scratch("list_invites", status="all", date=argument), invite["title"]):
             raise Unusable("two invitations share the title that day")
         index, prompt = kit.phrase(rng, ACCEPT_PHRASINGS, title=invite["title"], day=said, verb=MODES[mode][0],

@@ -17,6 +17,7 @@ from typing import Any
 from toolgym.envs import kit
 from toolgym.envs.app import TaskDraft
 from toolgym.envs.apps.tracker.data import FIRST_TODAY
+from toolgym.envs.kit.row_checks import field_is, has_row, inserted, only, updated
 from toolgym.envs.multi.base import (
     Composition,
     MultiTaskFamily,
@@ -28,13 +29,11 @@ from toolgym.envs.multi.base import (
     no_change,
     refusal_checks,
 )
-from toolgym.schema import AnswerContains, DiffOnly, ExpectedChange, FieldEquals, RowExists
+from toolgym.schema import AnswerContains, DiffOnly
 
-METHODS: dict[str, tuple[str, ...]] = {
-    "merge": ("with a merge commit", "using a regular merge"),
-    "squash": ("as a squash merge", "squashing the commits"),
-    "rebase": ("with a rebase merge", "by rebasing"),
-}
+TEXTS = kit.module_texts(__file__)
+
+METHODS = TEXTS["METHODS"]
 PRIORITIES = ("Highest", "High", "Medium", "Low", "Lowest")
 TICKET_TYPES = ("bug", "task", "story")
 WRITE = ("write", "admin")
@@ -117,25 +116,19 @@ def _merge_phrase(rng: random.Random) -> tuple[str, str]:
 def _merge_checks(ticket: dict[str, Any], method: str, me: str, approved_by_me: bool) -> list:
     """The pull request merged by me with the asked method, the ticket Done, and nothing else changed."""
     expected = [
-        ExpectedChange(table="code_host.pull_requests", op="update", where={"id": ticket["pr_id"]},
-                       fields=["state", "merged_at", "merged_by", "merge_method"]),
-        ExpectedChange(table="tracker.tickets", op="update", where={"id": ticket["id"]},
-                       fields=["status", "updated_at", "resolved_at"]),
+        updated("code_host.pull_requests", {"id": ticket["pr_id"]}, ["state", "merged_at", "merged_by", "merge_method"]),
+        updated("tracker.tickets", {"id": ticket["id"]}, ["status", "updated_at", "resolved_at"]),
     ]
     checks: list = [
-        FieldEquals(table="code_host.pull_requests", where={"id": ticket["pr_id"]}, field="state", value="merged",
-                    weight=2.0, label=f"{ticket['repo']}#{ticket['number']} merged"),
-        FieldEquals(table="code_host.pull_requests", where={"id": ticket["pr_id"]}, field="merge_method",
-                    value=method, weight=1.0, label=f"merged with {method}"),
-        FieldEquals(table="tracker.tickets", where={"id": ticket["id"]}, field="status", value="Done", weight=2.0,
-                    label=f"{ticket['key']} is Done"),
+        field_is("code_host.pull_requests", {"id": ticket["pr_id"]},
+                "state", "merged", f"{ticket['repo']}#{ticket['number']} merged", weight=2.0),
+        field_is("code_host.pull_requests", {"id": ticket["pr_id"]},
+                "merge_method", method, f"merged with {method}", weight=1.0),
+        field_is("tracker.tickets", {"id": ticket["id"]}, "status", "Done", f"{ticket['key']} is Done", weight=2.0),
     ]
     if approved_by_me:
-        expected.append(ExpectedChange(table="code_host.reviews", op="insert",
-                                       where={"pr_id": ticket["pr_id"], "reviewer": me, "state": "approved"}))
-        checks.append(RowExists(table="code_host.reviews", where={"pr_id": ticket["pr_id"], "reviewer": me,
-                                                                   "state": "approved"}, count=1, weight=1.0,
-                                label=f"{me} approved the pull request"))
+        expected.append(inserted("code_host.reviews", {"pr_id": ticket["pr_id"], "reviewer": me, "state": "approved"}))
+        checks.append(has_row("code_host.reviews", {"pr_id": ticket["pr_id"], "reviewer": me, "state": "approved"}, f"{me} approved the pull request", weight=1.0, count=1))
     checks.append(DiffOnly(expected=expected, weight=2.0, label="only the merge and the ticket changed"))
     checks.append(AnswerContains(values=[ticket["key"]], weight=1.0, label="names the ticket"))
     return checks
@@ -143,17 +136,8 @@ def _merge_checks(ticket: dict[str, Any], method: str, me: str, approved_by_me: 
 
 # -- families ----------------------------------------------------------------------------------------------
 
-MERGE_PHRASINGS = (
-    "Merge the pull request linked to {key} {how}, then move {key} to Done.",
-    "{key} is waiting on its pull request. Please merge that PR {how} and close the ticket as Done.",
-    "Ship the code for {key}: merge its linked pull request {how} and set the ticket to Done.",
-    "Can you land the PR attached to ticket {key} ({how}) and mark {key} Done afterwards?",
-)
-APPROVE_PHRASINGS = (
-    "Approve the pull request linked to {key}, merge it {how}, and move {key} to Done.",
-    "I've reviewed the PR for {key} and it looks good: approve it, merge it {how}, then close {key} as Done.",
-    "Please give the pull request behind {key} an approving review, merge it {how} and mark the ticket Done.",
-)
+MERGE_PHRASINGS = TEXTS["MERGE_PHRASINGS"]
+APPROVE_PHRASINGS = TEXTS["APPROVE_PHRASINGS"]
 
 
 @guarded
@@ -256,16 +240,8 @@ def merge_and_close_impossible(rng: random.Random, worlds: Worlds) -> TaskDraft:
     )
 
 
-OPEN_PR_PHRASINGS = (
-    "Is the pull request for {key} ready to merge? Tell me its CI status and who has approved it.",
-    "What's the state of the PR linked to ticket {key}: is CI green, and which reviewers approved it?",
-    "Check the code review behind {key} for me: which PR is it, does its CI pass, and who approved it?",
-)
-MERGED_PR_PHRASINGS = (
-    "Who merged the pull request linked to {key}, and with which merge method?",
-    "{key} is Done. Which PR closed it out, who merged it and how was it merged?",
-    "Find the pull request behind ticket {key} and tell me who merged it and the merge method used.",
-)
+OPEN_PR_PHRASINGS = TEXTS["OPEN_PR_PHRASINGS"]
+MERGED_PR_PHRASINGS = TEXTS["MERGED_PR_PHRASINGS"]
 
 
 @guarded
@@ -306,14 +282,7 @@ def pull_request_status(rng: random.Random, worlds: Worlds) -> TaskDraft:
     )
 
 
-ISSUE_PHRASINGS = (
-    "File {repo}#{number} in the tracker: create a {type} in the project that works on {repo}, with the issue's "
-    "title as its summary and priority {priority}. Then comment on the issue with the new ticket's key.",
-    "Issue #{number} in {repo} needs tracking. Open a {priority}-priority {type} for it in the right tracker "
-    "project (same summary as the issue title) and leave a comment on the issue saying which ticket tracks it.",
-    "Please copy GitHub issue {repo}#{number} into our tracker as a {type} (summary = the issue title, priority "
-    "{priority}) in the project linked to that repository, and reply on the issue with the ticket key.",
-)
+ISSUE_PHRASINGS = TEXTS["ISSUE_PHRASINGS"]
 
 
 @guarded
@@ -349,15 +318,11 @@ def issue_to_ticket(rng: random.Random, worlds: Worlds) -> TaskDraft:
     earlier = len(code_host.query("SELECT id FROM comments WHERE issue_id=? AND author=? ORDER BY id",
                                   (issue["id"], me)))
     checks = [
-        RowExists(table="tracker.tickets", where={**ticket_where, "type": kind, "priority": priority,
-                                                  "reporter": me}, count=1, weight=3.0,
-                  label=f"{kind} '{issue['title']}' filed in {link['project_key']}"),
-        RowExists(table="code_host.comments", where={"issue_id": issue["id"], "author": me},
-                  count=earlier + 1, weight=1.0, label=f"comment on {link['repo']}#{issue['number']}"),
-        DiffOnly(expected=[ExpectedChange(table="tracker.tickets", op="insert", where=ticket_where),
-                           ExpectedChange(table="code_host.comments", op="insert",
-                                          where={"issue_id": issue["id"], "author": me})],
-                 weight=2.0, label="only the new ticket and the comment"),
+        has_row("tracker.tickets", {**ticket_where, "type": kind, "priority": priority, "reporter": me},
+                f"{kind} '{issue['title']}' filed in {link['project_key']}", weight=3.0, count=1),
+        has_row("code_host.comments", {"issue_id": issue["id"], "author": me},
+                f"comment on {link['repo']}#{issue['number']}", weight=1.0, count=earlier + 1),
+        only("only the new ticket and the comment", [inserted("tracker.tickets", ticket_where), inserted("code_host.comments", {"issue_id": issue["id"], "author": me})], weight=2.0),
         AnswerContains(values=[key], weight=1.0, label="gives the new ticket key"),
     ]
     return TaskDraft(

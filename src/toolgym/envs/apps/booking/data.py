@@ -18,6 +18,8 @@ from faker import Faker
 from toolgym.envs import kit
 from toolgym.envs.apps.booking.rules import confirmation_code, stay_nights
 
+TEXTS = kit.module_texts(__file__)
+
 
 @dataclass(frozen=True)
 class CitySeed:
@@ -46,31 +48,12 @@ CITIES: tuple[CitySeed, ...] = (
 )
 
 # Undirected city pairs that have service; every other pair has no flights at all.
-ROUTES: tuple[tuple[str, str], ...] = (
-    ("JFK", "LAX"), ("JFK", "ORD"), ("JFK", "MIA"), ("JFK", "LHR"), ("JFK", "CDG"), ("JFK", "SFO"),
-    ("BOS", "ORD"), ("BOS", "MIA"), ("BOS", "LHR"), ("LAX", "SEA"), ("LAX", "DEN"), ("SFO", "SEA"),
-    ("SFO", "AUS"), ("ORD", "DEN"), ("ORD", "YYZ"), ("MIA", "AUS"), ("LHR", "CDG"), ("DEN", "AUS"),
-    ("SEA", "YYZ"),
-)
+ROUTES = TEXTS["ROUTES"]
 
 # (code, name, price factor): fictional airlines, so no model "knows" their real fares.
-AIRLINES: tuple[tuple[str, str, float], ...] = (
-    ("AU", "Aurora Airways", 1.1),
-    ("BJ", "BlueJet", 0.85),
-    ("CR", "Cardinal Air", 1.0),
-    ("PC", "Pacific Crest", 1.05),
-    ("NS", "NorthStar Airlines", 1.15),
-)
+AIRLINES = TEXTS["AIRLINES"]
 
-ROOM_CATALOG: tuple[tuple[str, int, float], ...] = (
-    ("Single Room", 1, 0.75),
-    ("Standard Queen", 2, 1.0),
-    ("Standard King", 2, 1.1),
-    ("Double Queen", 4, 1.3),
-    ("Deluxe King", 2, 1.45),
-    ("Junior Suite", 3, 1.8),
-    ("Family Suite", 5, 2.1),
-)
+ROOM_CATALOG = TEXTS["ROOM_CATALOG"]
 STAR_BASE_PRICE = {2: 85, 3: 125, 4: 185, 5: 290}
 AMENITIES = ("wifi", "breakfast", "pool", "gym", "spa", "parking", "airport shuttle", "pet friendly",
              "restaurant", "bar", "laundry", "rooftop terrace")
@@ -79,19 +62,9 @@ NAME_ADJECTIVES = ("Grand", "Royal", "Silver", "Golden", "Harbor", "Union", "Par
 NAME_NOUNS = ("Plaza", "Lodge", "Crown", "Palms", "Lantern", "Meridian", "Pier", "Gardens", "Terrace",
               "Arms", "Court", "Station")
 
-GOOD_COMMENTS = (
-    "Spotless room and very friendly staff.", "Great location, walking distance to everything.",
-    "Comfortable bed and a quiet room, would stay again.", "Breakfast was excellent and check-in was quick.",
-    "Lovely view from our room and helpful front desk.",
-)
-MIXED_COMMENTS = (
-    "Decent stay, but the room was smaller than expected.", "Good value, though the wifi kept dropping.",
-    "Fine for one night; street noise in the morning.", "Clean enough, slow elevators.",
-)
-BAD_COMMENTS = (
-    "Room was not ready at check-in and nobody apologized.", "Noisy air conditioning all night.",
-    "Bathroom needed a proper cleaning.",
-)
+GOOD_COMMENTS = TEXTS["GOOD_COMMENTS"]
+MIXED_COMMENTS = TEXTS["MIXED_COMMENTS"]
+BAD_COMMENTS = TEXTS["BAD_COMMENTS"]
 
 SEASON_START = dt.date(2026, 3, 2)
 SEASON_END = dt.date(2026, 9, 25)

@@ -12,7 +12,8 @@ from typing import Any
 
 from toolgym.envs import World, kit
 from toolgym.envs.apps.booking.rules import confirmation_code
-from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
+from toolgym.envs.kit.row_checks import field_is, has_row, inserted, updated
+from toolgym.schema import Check, ExpectedChange
 
 
 def active_users(world: World) -> list[dict[str, Any]]:
@@ -61,16 +62,14 @@ def flight_booking_checks(
 ) -> tuple[list[Check], list[ExpectedChange]]:
     """Row + seat checks of one new flight booking, and the diff entries it may cause."""
     checks: list[Check] = [
-        RowExists(table="flight_bookings", where={
-            "user_id": user_id, "flight_id": flight["id"], "passengers": passengers,
-            "refundable": int(refundable), "status": "confirmed"}, count=1, weight=weight,
-            label=f"booked {flight['flight_number']} on {flight['date']} for {kit.plural(passengers, 'passenger')}"),
-        FieldEquals(table="flights", where={"id": flight["id"]}, field="seats_left",
-                    value=flight["seats_left"] - passengers, weight=1.0, label="seats taken from the flight"),
+        has_row("flight_bookings", {"user_id": user_id, "flight_id": flight["id"], "passengers": passengers, "refundable": int(refundable), "status": "confirmed"},
+                f"booked {flight['flight_number']} on {flight['date']} for {kit.plural(passengers, 'passenger')}", weight=weight, count=1),
+        field_is("flights", {"id": flight["id"]},
+                "seats_left", flight["seats_left"] - passengers, "seats taken from the flight", weight=1.0),
     ]
     expected = [
-        ExpectedChange(table="flight_bookings", op="insert", where={"user_id": user_id, "flight_id": flight["id"]}),
-        ExpectedChange(table="flights", op="update", where={"id": flight["id"]}, fields=["seats_left"]),
+        inserted("flight_bookings", {"user_id": user_id, "flight_id": flight["id"]}),
+        updated("flights", {"id": flight["id"]}, ["seats_left"]),
     ]
     return checks, expected
 
@@ -81,11 +80,8 @@ def hotel_booking_checks(
 ) -> tuple[list[Check], list[ExpectedChange]]:
     """Row check of one new hotel reservation, and the diff entry it may cause."""
     checks: list[Check] = [
-        RowExists(table="hotel_reservations", where={
-            "user_id": user_id, "hotel_id": room["hotel_id"], "room_type_id": room["id"], "check_in": check_in,
-            "check_out": check_out, "guests": guests, "refundable": int(refundable), "status": "confirmed"},
-            count=1, weight=weight, label=f"reserved {room['name']} at hotel {room['hotel_id']} {check_in}..{check_out}"),
+        has_row("hotel_reservations", {"user_id": user_id, "hotel_id": room["hotel_id"], "room_type_id": room["id"], "check_in": check_in, "check_out": check_out, "guests": guests, "refundable": int(refundable), "status": "confirmed"},
+                f"reserved {room['name']} at hotel {room['hotel_id']} {check_in}..{check_out}", weight=weight, count=1),
     ]
-    expected = [ExpectedChange(table="hotel_reservations", op="insert",
-                               where={"user_id": user_id, "hotel_id": room["hotel_id"]})]
+    expected = [inserted("hotel_reservations", {"user_id": user_id, "hotel_id": room["hotel_id"]})]
     return checks, expected

@@ -16,16 +16,10 @@ from toolgym.envs.apps.booking.task_common import (
 )
 from toolgym.envs.context import resolve_date
 
-CHEAPEST_LOOKUP = (
-    "What's the cheapest fare from {o} to {d} on {date}, and which flight is it?",
-    "I'm flying {oc} to {dc} on {human}. Which flight has the lowest price, and how much is it?",
-    "How much is the cheapest seat from {o} to {d} on {date}? Tell me the flight number too.",
-)
-EARLIEST_LOOKUP = (
-    "What time does the first flight from {o} to {d} leave on {date}, and what's its flight number?",
-    "On {human}, which is the earliest departure from {oc} to {dc}? I need the flight number and time.",
-    "I want to get to {d} early: what's the earliest {o} to {d} flight on {date}, and when does it depart?",
-)
+TEXTS = kit.module_texts(__file__)
+
+CHEAPEST_LOOKUP = TEXTS["CHEAPEST_LOOKUP"]
+EARLIEST_LOOKUP = TEXTS["EARLIEST_LOOKUP"]
 
 
 def fare_lookup(rng: random.Random, world: World) -> TaskDraft | None:
@@ -66,12 +60,7 @@ def fare_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-CHEAPEST_BOOK = (
-    "Book the cheapest flight from {o} to {d} on {date} for {party}{fare}.",
-    "I need to get from {o} to {d} on {human}. Please book {party} on whichever flight is cheapest{fare}.",
-    "{party_cap} flying {oc} -> {dc} on {date}: grab the lowest-priced flight{fare}.",
-    "Find me the least expensive {o}-{d} flight on {date} and book it for {party}{fare}.",
-)
+CHEAPEST_BOOK = TEXTS["CHEAPEST_BOOK"]
 
 
 def _party(passengers: int) -> tuple[str, str]:
@@ -127,15 +116,10 @@ def book_cheapest_flight(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-EARLIEST_RELATIVE = (
-    "Book me on the earliest flight from {o} to {d} {when}{party}.",
-    "I have to be in {d} as early as possible {when}. Put {party_obj} on the first flight out of {o}.",
-    "{When_cap}, what's the first {o} to {d} departure? Book it{party}.",
-    "Grab the earliest {oc}-{dc} flight {when}{party}, please.",
-)
+EARLIEST_RELATIVE = TEXTS["EARLIEST_RELATIVE"]
 
 
-def _relative_day(rng: random.Random, day: dt.date) -> tuple[str, dt.date] | None:
+def _spoken_flight_day(rng: random.Random, day: dt.date) -> tuple[str, dt.date] | None:
     """A phrase for `day` and a CURRENT_DATE that makes it mean exactly that day."""
     kind = rng.randrange(4)
     if kind == 0:
@@ -159,7 +143,7 @@ def earliest_flight_relative_day(rng: random.Random, world: World) -> TaskDraft 
     groups = route_days(world)
     group = rng.choice(groups)
     day = kit.day_of(group["date"])
-    relative = _relative_day(rng, day)
+    relative = _spoken_flight_day(rng, day)
     if relative is None:
         return None
     when, today = relative
@@ -195,13 +179,7 @@ def earliest_flight_relative_day(rng: random.Random, world: World) -> TaskDraft 
     )
 
 
-ROUND_TRIP = (
-    "Book a round trip for {party}: {o} to {d} on {out}, coming back on {back}. Cheapest flight each way.",
-    "I'm going from {o} to {d} on {out_h} and returning {back_h}. Book the lowest fare in each direction for "
-    "{party}.",
-    "Two bookings please, {party}: the cheapest {oc}->{dc} flight on {out} and the cheapest {dc}->{oc} flight "
-    "on {back}.",
-)
+ROUND_TRIP = TEXTS["ROUND_TRIP"]
 
 
 def round_trip(rng: random.Random, world: World) -> TaskDraft | None:
@@ -253,11 +231,7 @@ def round_trip(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-NO_FLIGHTS = (
-    "Book me the cheapest flight from {o} to {d} on {date}.",
-    "I need to fly {oc} to {dc} on {human}. Please book the earliest flight.",
-    "Get {party} on any flight from {o} to {d} on {date}.",
-)
+NO_FLIGHTS = TEXTS["NO_FLIGHTS"]
 
 
 def no_flights_impossible(rng: random.Random, world: World) -> TaskDraft | None:

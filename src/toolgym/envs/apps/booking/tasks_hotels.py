@@ -9,7 +9,9 @@ from typing import Any
 from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.booking.rules import available_room_types, free_rooms
 from toolgym.envs.apps.booking.task_common import active_users, hotel_booking_checks, next_code
-from toolgym.schema import DiffOnly, ExpectedChange, FieldEquals, RowExists
+from toolgym.envs.kit.row_checks import field_is, has_row, inserted, only
+
+TEXTS = kit.module_texts(__file__)
 
 HOTEL_FACTS = {
     ("rating", "price"): (
@@ -64,11 +66,7 @@ def _random_stay(rng: random.Random, max_nights: int = 5) -> tuple[str, str, int
     return kit.iso(start), kit.iso(start + dt.timedelta(days=nights)), nights
 
 
-BOOK_ROOM = (
-    "Book a {room} at {hotel} in {city} from {ci} to {co} for {guests}{rate}.",
-    "Please reserve one {room} room at {hotel} ({city}), checking in {ci_h} and out {co_h}, {guests}{rate}.",
-    "I'd like the {room} at {hotel}, {city}: {nights}, arriving {ci}, {guests}{rate}. Go ahead and book it.",
-)
+BOOK_ROOM = TEXTS["BOOK_ROOM"]
 
 
 def book_hotel_room(rng: random.Random, world: World) -> TaskDraft | None:
@@ -113,14 +111,7 @@ def book_hotel_room(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-TOP_RATED = (
-    "Book the highest-rated hotel in {city} that has a room for at most ${cap} a night, {ci} to {co}, "
-    "{guests}. Take the cheapest room that fits.",
-    "We need a place in {city} from {ci_h} to {co_h} ({guests}). Budget is ${cap} per night max. Book the "
-    "best-rated hotel we can get, cheapest suitable room.",
-    "Find the hotel in {city} with the best guest rating among those with a room at ${cap}/night or less for "
-    "{guests}, {ci} to {co}, and book its cheapest room that fits.",
-)
+TOP_RATED = TEXTS["TOP_RATED"]
 
 
 def cheapest_stay(world: World, city_id: int, check_in: str, check_out: str, guests: int) -> list[dict[str, Any]]:
@@ -197,11 +188,7 @@ def book_top_rated_hotel(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-HOTEL_FULL = (
-    "Book a {room} at {hotel} in {city} from {ci} to {co} for {guests}.",
-    "Can you reserve the {room} at {hotel} ({city}) for {guests}, checking in {ci_h} and out {co_h}?",
-    "I want a {room} at {hotel}, {city}, {nights} starting {ci}. Book it for {guests}.",
-)
+HOTEL_FULL = TEXTS["HOTEL_FULL"]
 
 
 def hotel_full_impossible(rng: random.Random, world: World) -> TaskDraft | None:
@@ -258,11 +245,7 @@ REVIEW_DETAILS = {
     2: ("Room smelled of smoke", "Check-in took almost an hour", "Air conditioning barely worked"),
     1: ("Dirty sheets and rude staff", "They lost our reservation at first", "Broken shower the whole stay"),
 }
-REVIEW = (
-    "Leave a {rating}-star review for {hotel}, where I stayed recently. Comment: \"{comment}\"",
-    "Please post my review of {hotel} in {city}: {rating} out of 5, with the text \"{comment}\"",
-    "Rate my recent hotel stay in {city} {rating}/5 and add the comment \"{comment}\".",
-)
+REVIEW = TEXTS["REVIEW"]
 
 
 def review_past_stay(rng: random.Random, world: World) -> TaskDraft | None:
@@ -292,12 +275,10 @@ def review_past_stay(rng: random.Random, world: World) -> TaskDraft | None:
     return TaskDraft(
         prompt=REVIEW[phrasing].format(rating=rating, hotel=stay["hotel"], city=stay["city"], comment=comment),
         checks=[
-            RowExists(table="reviews", where={**where, "rating": rating}, count=1, weight=3.0,
-                      label=f"{rating}-star review of hotel {stay['hotel_id']}"),
-            FieldEquals(table="reviews", where=where, field="comment", value=comment, weight=1.0,
-                        label="review text as given"),
-            DiffOnly(expected=[ExpectedChange(table="reviews", op="insert", where=where)], weight=2.0,
-                     label="no other changes"),
+            has_row("reviews", {**where, "rating": rating},
+                    f"{rating}-star review of hotel {stay['hotel_id']}", weight=3.0, count=1),
+            field_is("reviews", where, "comment", comment, "review text as given", weight=1.0),
+            only("no other changes", [inserted("reviews", where)], weight=2.0),
         ],
         reference_solution=[
             kit.call("list_my_bookings", kind="hotel"),

@@ -7,8 +7,10 @@ import random
 from typing import Any
 
 from toolgym.envs import TaskDraft, World, kit
-from toolgym.schema import Check, ExpectedChange, FieldEquals
+from toolgym.envs.kit.row_checks import field_is, updated
+from toolgym.schema import Check
 
+TEXTS = kit.module_texts(__file__)
 
 def my_bookings(world: World, kind: str) -> list[dict[str, Any]]:
     """All bookings of one kind with what prompts and checks need; `starts` and `city` for both kinds."""
@@ -109,20 +111,7 @@ def my_trip_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-CANCEL_PROMPTS = {
-    "hotel": (
-        "Cancel my hotel reservation in {city}.",
-        "My plans changed. Please cancel my {city} hotel booking.",
-        "I won't need the room at {hotel} in {city} from {start} anymore; cancel it please.",
-        "Please cancel my stay in {city} that starts {start_h}.",
-    ),
-    "flight": (
-        "Cancel my flight to {city}.",
-        "I'm no longer flying to {city} on {start}; please cancel that booking.",
-        "Please cancel my upcoming {origin}-{destination} flight.",
-        "Cancel my {city} flight on {start_h}, please.",
-    ),
-}
+CANCEL_PROMPTS = TEXTS["CANCEL_PROMPTS"]
 
 
 def _cancel_prompt(rng: random.Random, kind: str, booking: dict[str, Any]) -> tuple[str, int]:
@@ -143,16 +132,11 @@ def cancel_in_city(rng: random.Random, world: World) -> TaskDraft | None:
     booking, today = picked
     prompt, phrasing = _cancel_prompt(rng, kind, booking)
     table = "hotel_reservations" if kind == "hotel" else "flight_bookings"
-    checks: list[Check] = [FieldEquals(table=table, where={"id": booking["id"]}, field="status", value="cancelled",
-                                       weight=3.0, label=f"booking {booking['code']} cancelled")]
-    expected = [ExpectedChange(table=table, op="update", where={"id": booking["id"]},
-                               fields=["status", "cancelled_on"])]
+    checks: list[Check] = [field_is(table, {"id": booking["id"]}, "status", "cancelled", f"booking {booking['code']} cancelled", weight=3.0)]
+    expected = [updated(table, {"id": booking["id"]}, ["status", "cancelled_on"])]
     if kind == "flight":
-        checks.append(FieldEquals(table="flights", where={"id": booking["flight_id"]}, field="seats_left",
-                                  value=booking["seats_left"] + booking["passengers"], weight=1.0,
-                                  label="seats given back to the flight"))
-        expected.append(ExpectedChange(table="flights", op="update", where={"id": booking["flight_id"]},
-                                       fields=["seats_left"]))
+        checks.append(field_is("flights", {"id": booking["flight_id"]}, "seats_left", booking["seats_left"] + booking["passengers"], "seats given back to the flight", weight=1.0))
+        expected.append(updated("flights", {"id": booking["flight_id"]}, ["seats_left"]))
     what = f"hotel reservation at {booking['hotel']}" if kind == "hotel" else f"flight {booking['flight_number']}"
     return TaskDraft(
         prompt=prompt,

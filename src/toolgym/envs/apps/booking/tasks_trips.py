@@ -17,17 +17,9 @@ from toolgym.envs.apps.booking.task_common import (
 )
 from toolgym.envs.apps.booking.tasks_hotels import cheapest_stay
 
-TRIP_BUDGET = (
-    "Plan a trip for {party}: take the cheapest flight from {o} to {d} on {date}, then a hotel in {d} for "
-    "{nights} from that day. Flight plus hotel must stay within ${budget} in total. Book the best-rated hotel that "
-    "fits (cheapest room that fits us) and the flight.",
-    "I'm flying {oc} to {dc} on {human} ({company}) and staying {nights}. My budget for flight and hotel together "
-    "is ${budget}. Book the lowest fare, and the highest-rated hotel whose cheapest suitable room keeps us within "
-    "budget.",
-    "Book {party} on the cheapest {o} -> {d} flight on {date} and a hotel there from {date} to {check_out}. "
-    "Total cap: ${budget} for everything. Pick the hotel with the best guest rating that still fits, using its "
-    "cheapest room for {guests}.",
-)
+TEXTS = kit.module_texts(__file__)
+
+TRIP_BUDGET = TEXTS["TRIP_BUDGET"]
 
 
 def trip_within_budget(rng: random.Random, world: World) -> TaskDraft | None:

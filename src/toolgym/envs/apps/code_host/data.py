@@ -16,199 +16,27 @@ from faker import Faker
 from toolgym.envs import kit
 from toolgym.envs.people import Person, population
 
+TEXTS = kit.module_texts(__file__)
+
 OWNER_COUNT = 24
 DEVELOPER_POOL = 70
-REPO_PREFIXES = [
-    "atlas",
-    "beacon",
-    "cobalt",
-    "delta",
-    "ember",
-    "falcon",
-    "garnet",
-    "harbor",
-    "ion",
-    "juniper",
-    "kepler",
-    "lumen",
-    "maple",
-    "nimbus",
-    "orbit",
-    "pylon",
-    "quartz",
-    "raven",
-    "sierra",
-    "tundra",
-    "umber",
-    "vertex",
-    "willow",
-    "zephyr",
-]
-REPO_KINDS: dict[str, str] = {
-    "api": "REST API for {domain}",
-    "cli": "Command-line tool for {domain}",
-    "sdk": "Client SDK for {domain}",
-    "web": "Web frontend for {domain}",
-    "core": "Core library for {domain}",
-    "infra": "Infrastructure as code for {domain}",
-    "bot": "Chat bot that automates {domain}",
-    "sync": "Background sync service for {domain}",
-    "etl": "Data pipelines for {domain}",
-    "gateway": "Edge gateway for {domain}",
-}
-DOMAINS = [
-    "invoice processing",
-    "fleet tracking",
-    "clinic scheduling",
-    "warehouse inventory",
-    "event ticketing",
-    "expense reports",
-    "course enrollment",
-    "recipe sharing",
-    "IoT telemetry",
-    "payroll exports",
-    "support tickets",
-    "podcast hosting",
-    "energy metering",
-    "library loans",
-]
+REPO_PREFIXES = TEXTS["REPO_PREFIXES"]
+REPO_KINDS = TEXTS["REPO_KINDS"]
+DOMAINS = TEXTS["DOMAINS"]
 LANGUAGES = ["Python", "Go", "TypeScript", "Rust", "Java", "Ruby", "Kotlin", "C++"]
 
-LABEL_COLORS: dict[str, str] = {
-    "bug": "d73a4a",
-    "enhancement": "a2eeef",
-    "documentation": "0075ca",
-    "question": "d876e3",
-    "good first issue": "7057ff",
-    "help wanted": "008672",
-    "performance": "fbca04",
-    "security": "b60205",
-}
+LABEL_COLORS = TEXTS["LABEL_COLORS"]
 BASE_LABELS = ["bug", "enhancement", "documentation", "question", "good first issue", "help wanted"]
 EXTRA_LABELS = ["performance", "security"]
 
-COMPONENTS = [
-    "parser",
-    "CLI",
-    "auth middleware",
-    "cache layer",
-    "config loader",
-    "webhook handler",
-    "export job",
-    "search index",
-    "rate limiter",
-    "retry logic",
-    "dashboard",
-    "CSV importer",
-    "scheduler",
-    "logging",
-    "API client",
-    "migration script",
-    "session store",
-    "notifier",
-]
-CONDITIONS = [
-    "the input is empty",
-    "the file has a BOM",
-    "the token has expired",
-    "two requests arrive at once",
-    "the config path contains spaces",
-    "the payload is over 10 MB",
-    "the locale is de_DE",
-    "the database is read-only",
-    "a header is duplicated",
-    "the clock jumps backwards",
-]
-FEATURES = [
-    "dry-run mode",
-    "JSON output",
-    "pagination",
-    "retries with backoff",
-    "a --verbose flag",
-    "dark mode",
-    "bulk delete",
-    "OAuth login",
-    "Prometheus metrics",
-    "a health endpoint",
-    "CSV export",
-    "per-user quotas",
-    "webhook signatures",
-    "structured logs",
-]
-TEMPLATES: dict[str, list[str]] = {
-    "bug": [
-        "{comp} crashes when {cond}",
-        "{comp} returns 500 when {cond}",
-        "Memory leak in {comp}",
-        "Race condition in {comp}",
-        "{comp} fails on Windows",
-        "Unicode handling broken in {comp}",
-        "{comp} ignores timeout setting",
-        "Wrong timezone in {comp} output",
-        "{comp} hangs when {cond}",
-    ],
-    "enhancement": [
-        "Add {feat} to {comp}",
-        "Support {feat} in {comp}",
-        "Make {comp} configurable via env vars",
-        "Expose {feat} for {comp}",
-    ],
-    "documentation": [
-        "Document {comp} options",
-        "Add examples for {comp}",
-        "Fix outdated {comp} section in README",
-    ],
-    "question": [
-        "How do I configure {comp} for production?",
-        "Is {comp} thread-safe?",
-        "Can {comp} run behind a proxy?",
-    ],
-    "performance": [
-        "{comp} is slow with large inputs",
-        "Reduce allocations in {comp}",
-        "Cache results of {comp}",
-    ],
-    "security": [
-        "Sanitize user input in {comp}",
-        "{comp} logs secrets in debug mode",
-        "Validate signatures in {comp}",
-    ],
-}
-PR_TEMPLATES = [
-    ("fix", "Fix {comp} crash when {cond}"),
-    ("fix", "Handle timeouts in {comp}"),
-    ("feat", "Add {feat} to {comp}"),
-    ("feat", "Support {feat} in {comp}"),
-    ("refactor", "Refactor {comp} internals"),
-    ("docs", "Document {comp} options"),
-    ("perf", "Speed up {comp}"),
-    ("chore", "Bump dependencies of {comp}"),
-]
-ISSUE_BODIES = [
-    "Steps to reproduce are in the attached log. Seen on the latest release.",
-    "This started after the last deploy. Happens about once an hour in production.",
-    "It would save us a lot of manual work. Happy to help test a patch.",
-    "Reported by two customers this week; see the support thread for details.",
-    "Not urgent, but it keeps coming up in code review.",
-    "Repro: run the default config against the staging data set.",
-]
-COMMENT_BODIES = [
-    "I can reproduce this on main.",
-    "Thanks for the report, looking into it.",
-    "+1, we hit this too.",
-    "Could you share the full stack trace?",
-    "A fix is in progress on a branch.",
-    "Is this still happening on the latest release?",
-    "Let's discuss this in the next triage meeting.",
-]
-REVIEW_BODIES = {
-    "approved": ["Looks good to me.", "LGTM, thanks!", "Nice cleanup, approved."],
-    "changes_requested": [
-        "Please add a test for the edge case.",
-        "This breaks the public API; please revert that part.",
-    ],
-    "commented": ["Left a couple of nits.", "Can we rename this helper?"],
-}
+COMPONENTS = TEXTS["COMPONENTS"]
+CONDITIONS = TEXTS["CONDITIONS"]
+FEATURES = TEXTS["FEATURES"]
+TEMPLATES = TEXTS["TEMPLATES"]
+PR_TEMPLATES = TEXTS["PR_TEMPLATES"]
+ISSUE_BODIES = TEXTS["ISSUE_BODIES"]
+COMMENT_BODIES = TEXTS["COMMENT_BODIES"]
+REVIEW_BODIES = TEXTS["REVIEW_BODIES"]
 MILESTONE_TITLES = ["v1.4", "v1.5", "v2.0", "Q3 cleanup", "Beta launch", "Security review"]
 
 

@@ -7,41 +7,22 @@ fixes the tasks.
 from __future__ import annotations
 
 import datetime as dt
+import random
 from typing import Any
 
-from toolgym.envs import World
-from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals
+from toolgym.envs import World, kit
+from toolgym.envs.kit.row_checks import field_is, only, updated
+from toolgym.schema import Check
+
+TEXTS = kit.module_texts(__file__)
 
 FIRST_TODAY = dt.date(2026, 4, 22)  # after the last seeded activity, inside the allowed CURRENT_DATE range
 WRITE = ("write", "admin")
 
-COMMENT_TEXTS = [
-    "I can reproduce this on the latest main branch.",
-    "This also affects the 2.3 release; bumping priority.",
-    "Workaround: set the timeout to 30 seconds until a fix lands.",
-    "Confirmed by the QA team on staging today.",
-    "Could whoever picks this up add a regression test as well?",
-    "Customer Acme Corp reported the same problem this morning.",
-    "Looks related to the recent dependency upgrade.",
-]
-CLOSE_TEXTS = [
-    "Fixed on main; closing.",
-    "Closing as this no longer reproduces.",
-    "Resolved by the latest release.",
-    "Closing: duplicate of an older report.",
-    "Done, thanks everyone!",
-]
-CHANGES_TEXTS = [
-    "CI is failing; please fix the tests before review.",
-    "Please get the build green first.",
-    "The test suite fails on this branch; please take a look.",
-]
-BODY_TEXTS = [
-    "Seen in production since the last deploy.",
-    "Reported by a customer via support.",
-    "Found while reviewing the release checklist.",
-    "",
-]
+COMMENT_TEXTS = TEXTS["COMMENT_TEXTS"]
+CLOSE_TEXTS = TEXTS["CLOSE_TEXTS"]
+CHANGES_TEXTS = TEXTS["CHANGES_TEXTS"]
+BODY_TEXTS = TEXTS["BODY_TEXTS"]
 METHOD_PHRASES = {"merge": "merge", "squash": "squash-merge", "rebase": "rebase-merge"}
 
 
@@ -64,6 +45,15 @@ def members(
             (repo_id, *permissions),
         )
     ]
+
+
+def open_issues(world: World, repo_id: int) -> list[dict[str, Any]]:
+    return world.query("SELECT * FROM issues WHERE repo_id=? AND state='open' ORDER BY number", (repo_id,))
+
+
+def env_on_a_day(rng: random.Random, world: World, username: str) -> dict[str, str]:
+    """env_variables logging in `username` on a random day after the seeded activity."""
+    return kit.env_for_username(world, username, kit.random_day(rng, FIRST_TODAY))
 
 
 def open_issues_with_label(world: World, repo_id: int, label: str) -> list[dict[str, Any]]:
@@ -99,10 +89,6 @@ def label_phrase(label: str) -> str:
 def assignment_checks(issue_id: int, assignee: str, label: str) -> list[Check]:
     """The issue now has `assignee`, and nothing else changed: shared by the assign-to-someone and to-me tasks."""
     return [
-        FieldEquals(table="issues", where={"id": issue_id}, field="assignee", value=assignee, weight=2, label=label),
-        DiffOnly(
-            expected=[ExpectedChange(table="issues", op="update", where={"id": issue_id}, fields=["assignee"])],
-            weight=1,
-            label="only that assignment",
-        ),
+        field_is("issues", {"id": issue_id}, "assignee", assignee, label, weight=2),
+        only("only that assignment", [updated("issues", {"id": issue_id}, ["assignee"])]),
     ]

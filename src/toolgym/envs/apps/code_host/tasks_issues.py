@@ -11,16 +11,17 @@ from toolgym.envs.apps.code_host.task_common import (
     BODY_TEXTS,
     CLOSE_TEXTS,
     COMMENT_TEXTS,
-    FIRST_TODAY,
     WRITE,
     all_repos,
     assignment_checks,
+    env_on_a_day,
     full_name,
     label_phrase,
     members,
+    open_issues,
     open_issues_with_label,
 )
-from toolgym.schema import DiffOnly, ExpectedChange, FieldEquals, RowExists
+from toolgym.envs.kit.row_checks import field_is, has_row, inserted, only, updated
 
 
 def count_label_issues(rng: random.Random, world: World) -> TaskDraft | None:
@@ -46,7 +47,7 @@ def count_label_issues(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        env_variables=env_on_a_day(rng, world, user),
         reference_solution=[kit.call("search_issues", repo=name, state="open", label=label)],
         expected_answer=f"There are {count} open issues labelled '{label}' in {name}.",
         checks=kit.lookup_checks([str(count)], per_fact=False),
@@ -103,29 +104,16 @@ def open_labeled_issue(rng: random.Random, world: World) -> TaskDraft | None:
         where["assignee"] = assignee
     return TaskDraft(
         prompt=prompt,
-        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        env_variables=env_on_a_day(rng, world, user),
         reference_solution=[kit.call("create_issue", **arguments)],
         expected_answer=f"I opened the issue '{title}' in {name} with the label '{kind}'.",
         checks=[
-            RowExists(table="issues", where=where, count=1, weight=2, label="issue opened"),
-            RowExists(
-                table="issue_labels",
-                where={"issue_id": new_id, "label_id": label["id"]},
-                weight=1,
-                label="label set",
-            ),
-            DiffOnly(
-                expected=[
-                    ExpectedChange(
-                        table="issues", op="insert", where={"repo_id": repo["id"], "title": title}
-                    ),
-                    ExpectedChange(
-                        table="issue_labels", op="insert", where={"issue_id": new_id, "label_id": label["id"]}
-                    ),
-                ],
-                weight=1,
-                label="only the issue and its label",
-            ),
+            has_row("issues", where, "issue opened", weight=2, count=1),
+            has_row("issue_labels", {"issue_id": new_id, "label_id": label["id"]}, "label set"),
+            only("only the issue and its label", [
+                inserted("issues", {"repo_id": repo["id"], "title": title}),
+                inserted("issue_labels", {"issue_id": new_id, "label_id": label["id"]}),
+            ]),
         ],
         difficulty=1,
         metadata={"phrasing": phrasing, "new_issue_id": new_id},
@@ -135,9 +123,7 @@ def open_labeled_issue(rng: random.Random, world: World) -> TaskDraft | None:
 def comment_on_issue(rng: random.Random, world: World) -> TaskDraft | None:
     """Post a given comment on an open issue."""
     repo = rng.choice(all_repos(world))
-    issues = world.query(
-        "SELECT * FROM issues WHERE repo_id=? AND state='open' ORDER BY number", (repo["id"],)
-    )
+    issues = open_issues(world, repo["id"])
     if not issues:
         return None
     issue = rng.choice(issues)
@@ -154,26 +140,13 @@ def comment_on_issue(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        env_variables=env_on_a_day(rng, world, user),
         reference_solution=[kit.call("comment_on_issue", repo=name, number=number, body=text)],
         expected_answer=f"I commented on issue #{number} in {name}.",
         checks=[
-            RowExists(
-                table="comments",
-                where={"issue_id": issue["id"], "author": user, "body": text},
-                count=1,
-                weight=2,
-                label="comment posted",
-            ),
-            DiffOnly(
-                expected=[
-                    ExpectedChange(
-                        table="comments", op="insert", where={"issue_id": issue["id"], "author": user}
-                    )
-                ],
-                weight=1,
-                label="only the comment",
-            ),
+            has_row("comments", {"issue_id": issue["id"], "author": user, "body": text},
+                    "comment posted", weight=2, count=1),
+            only("only the comment", [inserted("comments", {"issue_id": issue["id"], "author": user})]),
         ],
         difficulty=1,
         metadata={"phrasing": phrasing},
@@ -206,7 +179,7 @@ def assign_oldest_issue(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        env_variables=env_on_a_day(rng, world, user),
         reference_solution=[
             kit.call(
                 "search_issues", repo=name, state="open", label=label, sort="oldest" if oldest else "newest"
@@ -223,9 +196,7 @@ def assign_oldest_issue(rng: random.Random, world: World) -> TaskDraft | None:
 def close_with_comment(rng: random.Random, world: World) -> TaskDraft | None:
     """Comment on an open issue and close it."""
     repo = rng.choice(all_repos(world))
-    issues = world.query(
-        "SELECT * FROM issues WHERE repo_id=? AND state='open' ORDER BY number", (repo["id"],)
-    )
+    issues = open_issues(world, repo["id"])
     if not issues:
         return None
     issue = rng.choice(issues)
@@ -242,43 +213,19 @@ def close_with_comment(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        env_variables=env_on_a_day(rng, world, user),
         reference_solution=[
             kit.call("comment_on_issue", repo=name, number=number, body=text),
             kit.call("close_issue", repo=name, number=number),
         ],
         expected_answer=f"I commented on issue #{number} in {name} and closed it.",
         checks=[
-            FieldEquals(
-                table="issues",
-                where={"id": issue["id"]},
-                field="state",
-                value="closed",
-                weight=2,
-                label="issue closed",
-            ),
-            RowExists(
-                table="comments",
-                where={"issue_id": issue["id"], "author": user, "body": text},
-                count=1,
-                weight=1,
-                label="comment posted",
-            ),
-            DiffOnly(
-                expected=[
-                    ExpectedChange(
-                        table="issues",
-                        op="update",
-                        where={"id": issue["id"]},
-                        fields=["state", "closed_at", "closed_by"],
-                    ),
-                    ExpectedChange(
-                        table="comments", op="insert", where={"issue_id": issue["id"], "author": user}
-                    ),
-                ],
-                weight=1,
-                label="only the comment and the close",
-            ),
+            field_is("issues", {"id": issue["id"]}, "state", "closed", "issue closed", weight=2),
+            has_row("comments", {"issue_id": issue["id"], "author": user, "body": text}, "comment posted", count=1),
+            only("only the comment and the close", [
+                updated("issues", {"id": issue["id"]}, ["state", "closed_at", "closed_by"]),
+                inserted("comments", {"issue_id": issue["id"], "author": user}),
+            ]),
         ],
         difficulty=2,
         metadata={"phrasing": phrasing},
@@ -288,9 +235,7 @@ def close_with_comment(rng: random.Random, world: World) -> TaskDraft | None:
 def no_write_access(rng: random.Random, world: World) -> TaskDraft | None:
     """Close, label or assign an issue in a repository where the user has at most read access."""
     repo = rng.choice(world.query("SELECT * FROM repos WHERE visibility='public' ORDER BY id"))
-    issues = world.query(
-        "SELECT * FROM issues WHERE repo_id=? AND state='open' ORDER BY number", (repo["id"],)
-    )
+    issues = open_issues(world, repo["id"])
     if not issues:
         return None
     issue = rng.choice(issues)
@@ -338,7 +283,7 @@ def no_write_access(rng: random.Random, world: World) -> TaskDraft | None:
         )
     return TaskDraft(
         prompt=prompt,
-        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        env_variables=env_on_a_day(rng, world, user),
         reference_solution=[kit.call("get_repo", repo=name)],
         expected_answer=f"I cannot {action} issue #{number} in {name}: you need write access to that repository.",
         checks=kit.impossible_checks(tool_name, reply_label=kit.SAYS_IT_CANNOT),

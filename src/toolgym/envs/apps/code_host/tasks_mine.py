@@ -12,13 +12,14 @@ from toolgym.envs.apps.code_host.task_common import (
     WRITE,
     all_repos,
     assignment_checks,
+    env_on_a_day,
     full_name,
     label_phrase,
     members,
     open_issues_with_label,
 )
 from toolgym.envs.context import WEEKDAYS, resolve_date
-from toolgym.schema import DiffOnly, ExpectedChange, FieldEquals
+from toolgym.envs.kit.row_checks import field_is, only, updated
 
 
 def my_assigned_issues(rng: random.Random, world: World) -> TaskDraft | None:
@@ -49,7 +50,7 @@ def my_assigned_issues(rng: random.Random, world: World) -> TaskDraft | None:
     listed = "; ".join(f"#{i['number']} {i['title']}" for i in issues)
     return TaskDraft(
         prompt=prompt,
-        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        env_variables=env_on_a_day(rng, world, user),
         reference_solution=[kit.call("search_issues", repo=name, state="open", assignee="me")],
         expected_answer=f"You have {len(issues)} open issue(s) assigned in {name}: {listed}.",
         checks=kit.lookup_checks(titles, per_fact=False),
@@ -121,23 +122,8 @@ def milestone_due(rng: random.Random, world: World) -> TaskDraft | None:
         expected_answer=f"Issue #{number} in {name} is now in milestone '{milestone['title']}' "
         f"(due {milestone['due_date']}).",
         checks=[
-            FieldEquals(
-                table="issues",
-                where={"id": issue["id"]},
-                field="milestone_id",
-                value=milestone["id"],
-                weight=2,
-                label="right milestone",
-            ),
-            DiffOnly(
-                expected=[
-                    ExpectedChange(
-                        table="issues", op="update", where={"id": issue["id"]}, fields=["milestone_id"]
-                    )
-                ],
-                weight=1,
-                label="only the milestone",
-            ),
+            field_is("issues", {"id": issue["id"]}, "milestone_id", milestone["id"], "right milestone", weight=2),
+            only("only the milestone", [updated("issues", {"id": issue["id"]}, ["milestone_id"])]),
         ],
         difficulty=2,
         metadata={"phrasing": phrasing, "phrase": phrase},
@@ -164,7 +150,7 @@ def assign_to_me(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        env_variables=env_on_a_day(rng, world, user),
         reference_solution=[
             kit.call("search_issues", repo=name, state="open", label=label, assignee="none", sort="oldest"),
             kit.call("assign_issue", repo=name, number=target["number"], assignee="me"),

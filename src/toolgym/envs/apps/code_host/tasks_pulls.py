@@ -13,11 +13,13 @@ from toolgym.envs.apps.code_host.task_common import (
     WRITE,
     all_repos,
     approvers,
+    env_on_a_day,
     fresh_reviewers,
     full_name,
     members,
 )
-from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists
+from toolgym.envs.kit.row_checks import field_is, has_row, inserted, only, updated
+from toolgym.schema import Check, DiffOnly
 
 
 def top_starred_repo(rng: random.Random, world: World) -> TaskDraft | None:
@@ -56,7 +58,7 @@ def top_starred_repo(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        env_variables=env_on_a_day(rng, world, user),
         reference_solution=[kit.call("list_repos", owner=owner)],
         expected_answer=f"{full_name(pick)} has the {word} stars of {owner}'s public repositories: {pick['stars']}.",
         checks=kit.lookup_checks([pick["name"], str(pick["stars"])], per_fact=False),
@@ -85,7 +87,7 @@ def pull_request_status(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        env_variables=env_on_a_day(rng, world, user),
         reference_solution=[kit.call("get_pull_request", repo=name, number=number)],
         expected_answer=f"Pull request #{number} in {name} was opened by {pr['author']}; its CI is {pr['ci_status']}.",
         checks=kit.lookup_checks([pr["author"], pr["ci_status"]], per_fact=False),
@@ -127,7 +129,7 @@ def request_changes_failing(rng: random.Random, world: World) -> TaskDraft | Non
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        env_variables=env_on_a_day(rng, world, user),
         reference_solution=[
             kit.call(
                 "list_pull_requests",
@@ -142,28 +144,10 @@ def request_changes_failing(rng: random.Random, world: World) -> TaskDraft | Non
         ],
         expected_answer=f"I requested changes on pull request #{target['number']} in {name}.",
         checks=[
-            RowExists(
-                table="reviews",
-                where={"pr_id": target["id"], "reviewer": user, "state": "changes_requested"},
-                count=1,
-                weight=2,
-                label="changes requested on the right PR",
-            ),
-            RowExists(
-                table="reviews",
-                where={"pr_id": target["id"], "reviewer": user, "body": text},
-                weight=1,
-                label="review text",
-            ),
-            DiffOnly(
-                expected=[
-                    ExpectedChange(
-                        table="reviews", op="insert", where={"pr_id": target["id"], "reviewer": user}
-                    )
-                ],
-                weight=1,
-                label="only that review",
-            ),
+            has_row("reviews", {"pr_id": target["id"], "reviewer": user, "state": "changes_requested"},
+                    "changes requested on the right PR", weight=2, count=1),
+            has_row("reviews", {"pr_id": target["id"], "reviewer": user, "body": text}, "review text"),
+            only("only that review", [inserted("reviews", {"pr_id": target["id"], "reviewer": user})]),
         ],
         difficulty=2,
         metadata={"phrasing": phrasing},
@@ -209,46 +193,13 @@ def review_then_merge(rng: random.Random, world: World) -> TaskDraft | None:
             kit.call("merge_pull_request", repo=name, number=number, merge_method=method),
         ]
         checks: list[Check] = [
-            RowExists(
-                table="reviews",
-                where={"pr_id": pr["id"], "reviewer": user, "state": "approved"},
-                count=1,
-                weight=1,
-                label="approved",
-            ),
-            FieldEquals(
-                table="pull_requests",
-                where={"id": pr["id"]},
-                field="state",
-                value="merged",
-                weight=2,
-                label="merged",
-            ),
-            FieldEquals(
-                table="pull_requests",
-                where={"id": pr["id"]},
-                field="merge_method",
-                value=method,
-                weight=1,
-                label="merge method",
-            ),
-            DiffOnly(
-                expected=[
-                    ExpectedChange(
-                        table="reviews",
-                        op="insert",
-                        where={"pr_id": pr["id"], "reviewer": user, "state": "approved"},
-                    ),
-                    ExpectedChange(
-                        table="pull_requests",
-                        op="update",
-                        where={"id": pr["id"]},
-                        fields=["state", "merged_at", "merged_by", "merge_method"],
-                    ),
-                ],
-                weight=1,
-                label="only the approval and the merge",
-            ),
+            has_row("reviews", {"pr_id": pr["id"], "reviewer": user, "state": "approved"}, "approved", count=1),
+            field_is("pull_requests", {"id": pr["id"]}, "state", "merged", "merged", weight=2),
+            field_is("pull_requests", {"id": pr["id"]}, "merge_method", method, "merge method"),
+            only("only the approval and the merge", [
+                inserted("reviews", {"pr_id": pr["id"], "reviewer": user, "state": "approved"}),
+                updated("pull_requests", {"id": pr["id"]}, ["state", "merged_at", "merged_by", "merge_method"]),
+            ]),
         ]
         answer = f"CI is passing, so I approved pull request #{number} in {name} and merged it ({method})."
     else:
@@ -257,32 +208,12 @@ def review_then_merge(rng: random.Random, world: World) -> TaskDraft | None:
             kit.call("review_pull_request", repo=name, number=number, event="request_changes", body=text),
         ]
         checks = [
-            RowExists(
-                table="reviews",
-                where={"pr_id": pr["id"], "reviewer": user, "state": "changes_requested", "body": text},
-                count=1,
-                weight=2,
-                label="changes requested",
-            ),
-            FieldEquals(
-                table="pull_requests",
-                where={"id": pr["id"]},
-                field="state",
-                value="open",
-                weight=1,
-                label="still open",
-            ),
-            DiffOnly(
-                expected=[
-                    ExpectedChange(
-                        table="reviews",
-                        op="insert",
-                        where={"pr_id": pr["id"], "reviewer": user, "state": "changes_requested"},
-                    )
-                ],
-                weight=1,
-                label="only the review",
-            ),
+            has_row("reviews", {"pr_id": pr["id"], "reviewer": user, "state": "changes_requested", "body": text},
+                    "changes requested", weight=2, count=1),
+            field_is("pull_requests", {"id": pr["id"]}, "state", "open", "still open"),
+            only("only the review", [
+                inserted("reviews", {"pr_id": pr["id"], "reviewer": user, "state": "changes_requested"}),
+            ]),
         ]
         answer = f"CI is failing on pull request #{number} in {name}, so I requested changes."
     return TaskDraft(
@@ -320,25 +251,13 @@ def merge_ready_prs(rng: random.Random, world: World) -> TaskDraft | None:
     )
     numbers = [p["number"] for p in ready]
     checks: list[Check] = [
-        FieldEquals(
-            table="pull_requests",
-            where={"id": p["id"]},
-            field="state",
-            value="merged",
-            weight=1,
-            label=f"#{p['number']} merged",
-        )
+        field_is("pull_requests", {"id": p["id"]}, "state", "merged", f"#{p['number']} merged")
         for p in ready
     ]
     checks.append(
         DiffOnly(
             expected=[
-                ExpectedChange(
-                    table="pull_requests",
-                    op="update",
-                    where={"id": p["id"]},
-                    fields=["state", "merged_at", "merged_by", "merge_method"],
-                )
+                updated("pull_requests", {"id": p["id"]}, ["state", "merged_at", "merged_by", "merge_method"])
                 for p in ready
             ],
             weight=1,
@@ -348,7 +267,7 @@ def merge_ready_prs(rng: random.Random, world: World) -> TaskDraft | None:
     listed = ", ".join(f"#{n}" for n in numbers)
     return TaskDraft(
         prompt=prompt,
-        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        env_variables=env_on_a_day(rng, world, user),
         reference_solution=[kit.call("list_pull_requests", repo=name, state="open")]
         + [kit.call("merge_pull_request", repo=name, number=n) for n in numbers],
         expected_answer=f"I merged {listed} in {name}; the other open pull requests are not ready.",
@@ -394,7 +313,7 @@ def merge_blocked(rng: random.Random, world: World) -> TaskDraft | None:
     )
     return TaskDraft(
         prompt=prompt,
-        env_variables=kit.env_for_username(world, user, kit.random_day(rng, FIRST_TODAY)),
+        env_variables=env_on_a_day(rng, world, user),
         reference_solution=[
             kit.call("get_pull_request", repo=name, number=number),
             kit.call("get_repo", repo=name),

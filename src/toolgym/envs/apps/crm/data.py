@@ -21,6 +21,8 @@ from toolgym.envs import kit
 from toolgym.envs.apps.crm.rules import LOST_REASONS, PIPELINE
 from toolgym.envs.people import population
 
+TEXTS = kit.module_texts(__file__)
+
 SNAPSHOT_DAY = dt.date(2026, 3, 31)
 SALES_REPS = 14
 SALES_MANAGERS = 2
@@ -34,25 +36,17 @@ INDUSTRIES = ("Software", "Healthcare", "Manufacturing", "Retail", "Financial Se
 CITIES = ("Boston", "Chicago", "Denver", "Austin", "Seattle", "Atlanta", "Portland", "San Diego", "Minneapolis",
           "Nashville", "Phoenix", "Pittsburgh", "Raleigh", "Columbus")
 EMPLOYEE_BANDS = (12, 28, 45, 90, 160, 340, 620, 1300, 2800, 6100)
-JOB_TITLES = ("CEO", "CTO", "CFO", "VP of Sales", "VP of Operations", "Head of IT", "IT Manager",
-              "Procurement Manager", "Operations Director", "Marketing Director", "Office Manager",
-              "Engineering Manager", "Head of Finance", "Product Lead", "Purchasing Specialist")
-PRODUCTS = ("Annual License", "Enterprise Upgrade", "Support Renewal", "Analytics Add-on", "Onboarding Package",
-            "Pilot Program", "Seat Expansion", "Data Migration", "Training Services", "Security Suite",
-            "API Access", "Multi-year Renewal")
+JOB_TITLES = TEXTS["JOB_TITLES"]
+PRODUCTS = TEXTS["PRODUCTS"]
 
-CALL_NOTES = ("Discussed {product} pricing with {first}", "Intro call with {first}, good fit for {product}",
-              "{first} asked for references before moving on {product}", "Walked {first} through the {product} options",
-              "Left a voicemail for {first} about {product}")
+CALL_NOTES = TEXTS["CALL_NOTES"]
 EMAIL_NOTES = ("Sent {first} the {product} proposal", "Emailed {first} a case study for {product}",
                "Followed up with {first} on open {product} questions", "Sent {first} the {product} quote")
 MEETING_NOTES = ("Demo of {product} for {first}'s team", "On-site meeting with {first} about {product}",
                  "Quarterly review with {first}", "Kick-off meeting with {first} on {product}")
 NOTE_NOTES = ("{first} is the decision maker for {product}", "Budget for {product} is approved for Q2",
               "{first} prefers email over calls", "Legal review of the {product} contract is needed")
-REMINDER_TITLES = ("Follow up with {contact} on {product}", "Send {product} proposal to {contact}",
-                   "Check in with {contact} about the {product} contract", "Call {contact} re: {product} pricing",
-                   "Book a {product} demo with {contact}")
+REMINDER_TITLES = TEXTS["REMINDER_TITLES"]
 CONTACT_REMINDERS = ("Reconnect with {contact} at {company}", "Send {contact} the product newsletter",
                      "Ask {contact} for an intro to procurement")
 

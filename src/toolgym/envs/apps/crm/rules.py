@@ -11,41 +11,20 @@ import datetime as dt
 import re
 
 # (name, win probability %, outcome), in pipeline order; positions are 1-based.
-PIPELINE: tuple[tuple[str, int, str], ...] = (
-    ("Appointment Scheduled", 20, "open"),
-    ("Qualified to Buy", 40, "open"),
-    ("Presentation Scheduled", 60, "open"),
-    ("Decision Maker Bought-In", 80, "open"),
-    ("Contract Sent", 90, "open"),
-    ("Closed Won", 100, "won"),
-    ("Closed Lost", 0, "lost"),
-)
+from toolgym.envs import kit
+
+TEXTS = kit.module_texts(__file__)
+
+PIPELINE = TEXTS["PIPELINE"]
 OPEN_STAGES = tuple(name for name, _, outcome in PIPELINE if outcome == "open")
 WON_STAGE = "Closed Won"
 LOST_STAGE = "Closed Lost"
 LAST_OPEN_POSITION = len(OPEN_STAGES)
 
-LIFECYCLE_STAGES: tuple[str, ...] = (
-    "subscriber", "lead", "marketing_qualified_lead", "sales_qualified_lead", "opportunity", "customer",
-    "evangelist",
-)
-LIFECYCLE_LABELS: dict[str, str] = {
-    "subscriber": "subscriber",
-    "lead": "lead",
-    "marketing_qualified_lead": "marketing qualified lead (MQL)",
-    "sales_qualified_lead": "sales qualified lead (SQL)",
-    "opportunity": "opportunity",
-    "customer": "customer",
-    "evangelist": "evangelist",
-}
+LIFECYCLE_STAGES = TEXTS["LIFECYCLE_STAGES"]
+LIFECYCLE_LABELS = TEXTS["LIFECYCLE_LABELS"]
 
-LOST_REASONS: dict[str, str] = {
-    "price": "too expensive",
-    "competitor": "went with a competitor",
-    "no_budget": "no budget",
-    "timing": "bad timing",
-    "no_decision": "never made a decision",
-}
+LOST_REASONS = TEXTS["LOST_REASONS"]
 
 ACTIVITY_KINDS = ("call", "email", "meeting", "note")
 SALES_ROLES = ("sales_rep", "sales_manager")

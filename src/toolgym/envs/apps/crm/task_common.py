@@ -11,14 +11,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from toolgym.envs import World
+from toolgym.envs import World, kit
 
-NEW_FIRST_NAMES = ("Avery", "Priya", "Mateo", "Hannah", "Lucas", "Sofia", "Elijah", "Nora", "Omar", "Grace",
-                   "Felix", "Leah", "Tobias", "Isla", "Ravi", "Clara", "Hugo", "Maya", "Dmitri", "Yuki", "Ines",
-                   "Kofi", "Selma", "Jonah")
-NEW_LAST_NAMES = ("Okafor", "Lindqvist", "Moreau", "Tanaka", "Castillo", "Novak", "Brennan", "Haddad",
-                  "Kowalski", "Ferreira", "Nakamura", "Delgado", "Sorensen", "Abernathy", "Quinn", "Varga",
-                  "Whitfield", "Ibarra")
+TEXTS = kit.module_texts(__file__)
+
+NEW_FIRST_NAMES = TEXTS["NEW_FIRST_NAMES"]
+NEW_LAST_NAMES = TEXTS["NEW_LAST_NAMES"]
 NEW_JOB_TITLES = ("CFO", "Head of IT", "VP of Sales", "Procurement Manager", "Operations Director",
                   "IT Manager", "Marketing Director", "Engineering Manager")
 

@@ -18,27 +18,13 @@ from toolgym.envs.apps.crm.task_common import (
     sales_users,
 )
 from toolgym.envs.context import resolve_date
-from toolgym.schema import ExpectedChange, FieldEquals, RowExists
+from toolgym.envs.kit.row_checks import field_is, has_row, inserted, updated
 
 # ---------------------------------------------------------------- lookup: who owns it
 
-OWNER_QUESTIONS = {
-    "company": (
-        "Who owns the {company} account, and which city is the company in?",
-        "Which rep is responsible for {company}? Also tell me where they're based.",
-        "I need the account owner and the city of {company}.",
-    ),
-    "contact": (
-        "Who's the owner of the contact {contact} at {company}? Also give me {first}'s email.",
-        "Which of our reps owns {contact} ({company}), and what's their email address?",
-        "Find {contact} from {company}: I need the contact owner and the email.",
-    ),
-    "deal": (
-        "Who owns the {deal} deal, and what stage is it in?",
-        "Which rep is on {deal}? Tell me its current stage too.",
-        "Look up {deal}: owner and pipeline stage, please.",
-    ),
-}
+TEXTS = kit.module_texts(__file__)
+
+OWNER_QUESTIONS = TEXTS["OWNER_QUESTIONS"]
 
 
 def record_owner(rng: random.Random, world: World) -> TaskDraft | None:
@@ -83,11 +69,7 @@ def record_owner(rng: random.Random, world: World) -> TaskDraft | None:
 
 # ---------------------------------------------------------------- write: lifecycle stage
 
-LIFECYCLE = (
-    "Please update {contact} at {company}: their lifecycle stage is now {label}.",
-    "{contact} ({company}) should be {a_label} in the CRM from now on. Update the contact.",
-    "Move the contact {contact} from {company} forward to the lifecycle stage {label}.",
-)
+LIFECYCLE = TEXTS["LIFECYCLE"]
 
 
 def update_lifecycle(rng: random.Random, world: World) -> TaskDraft | None:
@@ -102,9 +84,8 @@ def update_lifecycle(rng: random.Random, world: World) -> TaskDraft | None:
         a_label=kit.with_article(label))
     return TaskDraft(
         prompt=prompt,
-        checks=[FieldEquals(table="contacts", where=where, field="lifecycle_stage", value=target, weight=3.0,
-                            label=f"{contact['name']} is {target}"),
-                kit.diff_only([ExpectedChange(table="contacts", op="update", where=where, fields=["lifecycle_stage"])])],
+        checks=[field_is("contacts", where, "lifecycle_stage", target, f"{contact['name']} is {target}", weight=3.0),
+                kit.diff_only([updated("contacts", where, ["lifecycle_stage"])])],
         reference_solution=[kit.call("search_crm_contacts", query=contact["name"]),
                             kit.call("update_contact_stage", contact_id=contact["id"], lifecycle_stage=target)],
         env_variables=kit.env_for(kit.user_by_id(world, contact["owner_id"]), kit.random_day(rng)),
@@ -116,11 +97,7 @@ def update_lifecycle(rng: random.Random, world: World) -> TaskDraft | None:
 
 # ---------------------------------------------------------------- write: new contact
 
-ADD_CONTACT = (
-    "Add {name} to the CRM as a contact at {company}: email {email}, job title {title}.",
-    "Create a new contact: {name}, {title} at {company}, {email}. They're {a_label}.",
-    "Please add {company}'s {title}, {name} ({email}), as a contact and make {rep} the owner.",
-)
+ADD_CONTACT = TEXTS["ADD_CONTACT"]
 
 
 def add_contact(rng: random.Random, world: World) -> TaskDraft | None:
@@ -151,8 +128,8 @@ def add_contact(rng: random.Random, world: World) -> TaskDraft | None:
         arguments["owner"] = owner_arg
     return TaskDraft(
         prompt=prompt,
-        checks=[RowExists(table="contacts", where=row, count=1, weight=3.0, label=f"contact {name} added"),
-                kit.diff_only([ExpectedChange(table="contacts", op="insert", where={"email": email})])],
+        checks=[has_row("contacts", row, f"contact {name} added", weight=3.0, count=1),
+                kit.diff_only([inserted("contacts", {"email": email})])],
         reference_solution=[kit.call("search_crm_companies", query=company["name"]),
                             kit.call("create_crm_contact", **arguments)],
         env_variables=kit.env_for(user, kit.random_day(rng)),
@@ -165,13 +142,7 @@ def add_contact(rng: random.Random, world: World) -> TaskDraft | None:
 
 # ---------------------------------------------------------------- search -> choose -> write: quietest contact
 
-QUIETEST = (
-    "At {company}, which contact has gone the longest without any logged activity? Set me a reminder for {due} to "
-    "reach out to them.",
-    "Find the {company} contact whose most recent activity is the oldest, and create a reminder on {due} to get back "
-    "in touch with them.",
-    "Remind me on {due} to reconnect with whichever {company} contact has the oldest last activity.",
-)
+QUIETEST = TEXTS["QUIETEST"]
 
 
 def remind_least_recent_contact(rng: random.Random, world: World) -> TaskDraft | None:
@@ -198,9 +169,8 @@ def remind_least_recent_contact(rng: random.Random, world: World) -> TaskDraft |
              "created_on": kit.iso(today)}
     return TaskDraft(
         prompt=QUIETEST[phrasing].format(company=company["name"], due=due_text),
-        checks=[RowExists(table="reminders", where=where, count=1, weight=3.0,
-                          label=f"reminder on {due} about {quiet['name']}"),
-                kit.diff_only([ExpectedChange(table="reminders", op="insert", where={"contact_id": quiet["id"]})]),
+        checks=[has_row("reminders", where, f"reminder on {due} about {quiet['name']}", weight=3.0, count=1),
+                kit.diff_only([inserted("reminders", {"contact_id": quiet["id"]})]),
                 kit.answer_has([quiet["name"]], label="answer names the chosen contact")],
         reference_solution=[
             kit.call("search_crm_contacts", company=company["name"]),
@@ -216,18 +186,9 @@ def remind_least_recent_contact(rng: random.Random, world: World) -> TaskDraft |
 
 # ---------------------------------------------------------------- multi-step: contact + deal + reminder
 
-NEW_LEAD = (
-    "I just met {name} ({title}) from {company}. Add them as a contact with email {email}, open a deal \"{deal}\" "
-    "for {amount} with them as the contact, closing {close}, and remind me {when} to follow up.",
-    "New lead at {company}: {name}, {title}, {email}. Create the contact, then a {amount} deal called \"{deal}\" "
-    "expected to close on {close} linked to them. Also set a reminder for {when} to send them a proposal.",
-    "Please set up a new opportunity with {company}: contact {name} <{email}> ({title}); deal \"{deal}\", {amount}, "
-    "close date {close}, with {first} as the main contact; and a follow-up reminder for me {when}.",
-)
+NEW_LEAD = TEXTS["NEW_LEAD"]
 WHEN = ("next Friday", "next Friday", "next Monday", "next Wednesday")
-PRODUCTS = ("Annual License", "Enterprise Upgrade", "Support Renewal", "Analytics Add-on", "Onboarding Package",
-            "Pilot Program", "Seat Expansion", "Data Migration", "Training Services", "Security Suite", "API Access",
-            "Multi-year Renewal")
+PRODUCTS = TEXTS["PRODUCTS"]
 
 
 def new_lead_with_deal(rng: random.Random, world: World) -> TaskDraft | None:
@@ -258,19 +219,16 @@ def new_lead_with_deal(rng: random.Random, world: World) -> TaskDraft | None:
     return TaskDraft(
         prompt=prompt,
         checks=[
-            RowExists(table="contacts", where={"id": contact_id, "first_name": first, "last_name": last, "email": email,
-                                               "company_id": company["id"], "job_title": title, "owner_id": me},
-                      count=1, weight=2.0, label=f"contact {name} added"),
-            RowExists(table="deals", where={"name": deal_name, "company_id": company["id"], "contact_id": contact_id,
-                                            "amount": amount, "close_date": close, "stage_id": 1, "status": "open",
-                                            "owner_id": me},
-                      count=1, weight=2.0, label=f"deal {deal_name} linked to the new contact"),
-            RowExists(table="reminders", where={"assignee_id": me, "due_date": due, "done": 0, "created_on": kit.iso(today)},
-                      count=1, weight=2.0, label=f"reminder due {due} ({when})"),
+            has_row("contacts", {"id": contact_id, "first_name": first, "last_name": last, "email": email, "company_id": company["id"], "job_title": title, "owner_id": me},
+                    f"contact {name} added", weight=2.0, count=1),
+            has_row("deals", {"name": deal_name, "company_id": company["id"], "contact_id": contact_id, "amount": amount, "close_date": close, "stage_id": 1, "status": "open", "owner_id": me},
+                    f"deal {deal_name} linked to the new contact", weight=2.0, count=1),
+            has_row("reminders", {"assignee_id": me, "due_date": due, "done": 0, "created_on": kit.iso(today)},
+                    f"reminder due {due} ({when})", weight=2.0, count=1),
             kit.diff_only([
-                ExpectedChange(table="contacts", op="insert", where={"email": email}),
-                ExpectedChange(table="deals", op="insert", where={"name": deal_name}),
-                ExpectedChange(table="reminders", op="insert", where={"assignee_id": me}),
+                inserted("contacts", {"email": email}),
+                inserted("deals", {"name": deal_name}),
+                inserted("reminders", {"assignee_id": me}),
             ]),
         ],
         reference_solution=[
@@ -292,11 +250,7 @@ def new_lead_with_deal(rng: random.Random, world: World) -> TaskDraft | None:
 
 # ---------------------------------------------------------------- impossible: duplicate email
 
-DUPLICATE = (
-    "Add {name} as a new contact at {company} with the email {email}.",
-    "Create a contact for {name} ({title}, {company}); their email is {email}.",
-    "Please put {name} into the CRM under {company}, email {email}.",
-)
+DUPLICATE = TEXTS["DUPLICATE"]
 
 
 def duplicate_email_impossible(rng: random.Random, world: World) -> TaskDraft | None:

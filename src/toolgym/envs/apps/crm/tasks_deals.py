@@ -21,9 +21,12 @@ from toolgym.envs.apps.crm.task_common import (
     sales_users,
     stage_names,
 )
-from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
+from toolgym.envs.kit.row_checks import field_is, has_row, inserted, updated
+from toolgym.schema import Check
 
 # ---------------------------------------------------------------- lookup: biggest open deal
+
+TEXTS = kit.module_texts(__file__)
 
 BIGGEST_DEAL = {
     ("stage", "owner"): (
@@ -71,23 +74,9 @@ def biggest_open_deal(rng: random.Random, world: World) -> TaskDraft | None:
 
 # ---------------------------------------------------------------- write: move one stage or mark lost
 
-ADVANCE = (
-    "Move the {deal} deal to the next stage.",
-    "{deal} has progressed: move it to {next}.",
-    "Advance {deal} by one stage in the pipeline.",
-)
-MARK_LOST = (
-    "Mark {deal} as lost; {reason}.",
-    "We lost the {deal} deal. Reason: {reason}. Please close it as lost.",
-    "{deal} is dead, {reason}. Set it to Closed Lost.",
-)
-LOST_PHRASES = {
-    "price": "they said we're too expensive",
-    "competitor": "they signed with a competitor",
-    "no_budget": "they have no budget for it",
-    "timing": "the timing is wrong for them",
-    "no_decision": "they never made a decision",
-}
+ADVANCE = TEXTS["ADVANCE"]
+MARK_LOST = TEXTS["MARK_LOST"]
+LOST_PHRASES = TEXTS["LOST_PHRASES"]
 
 
 def deal_stage_update(rng: random.Random, world: World) -> TaskDraft | None:
@@ -99,18 +88,15 @@ def deal_stage_update(rng: random.Random, world: World) -> TaskDraft | None:
     names = stage_names(world)
     lost = rng.random() < 0.4
     where = {"id": deal["id"]}
-    expected = [ExpectedChange(table="deals", op="update", where=where,
-                               fields=["stage_id", "status", "closed_on", "lost_reason"])]
+    expected = [updated("deals", where, ["stage_id", "status", "closed_on", "lost_reason"])]
     if lost:
         reason = sorted(LOST_PHRASES)[rng.randrange(len(LOST_PHRASES))]
         phrasing, prompt = kit.phrase(rng, MARK_LOST, deal=deal["name"], reason=LOST_PHRASES[reason])
         target = next(p for p, n in names.items() if n == LOST_STAGE)
         checks: list[Check] = [
-            FieldEquals(table="deals", where=where, field="stage_id", value=target, weight=3.0,
-                        label=f"{deal['name']} in {LOST_STAGE}"),
-            FieldEquals(table="deals", where=where, field="status", value="lost", weight=1.0, label="deal is lost"),
-            FieldEquals(table="deals", where=where, field="lost_reason", value=reason, weight=1.0,
-                        label=f"lost reason {reason}"),
+            field_is("deals", where, "stage_id", target, f"{deal['name']} in {LOST_STAGE}", weight=3.0),
+            field_is("deals", where, "status", "lost", "deal is lost", weight=1.0),
+            field_is("deals", where, "lost_reason", reason, f"lost reason {reason}", weight=1.0),
         ]
         move = kit.call("move_deal_stage", deal_id=deal["id"], stage=LOST_STAGE, lost_reason=reason)
         answer = f"Marked {deal['name']} as {LOST_STAGE} (reason: {reason}); it was in {deal['stage']}."
@@ -120,10 +106,8 @@ def deal_stage_update(rng: random.Random, world: World) -> TaskDraft | None:
         phrasing, prompt = kit.phrase(rng, ADVANCE, deal=deal["name"], next=names[target])
         status = "won" if names[target] == WON_STAGE else "open"
         checks = [
-            FieldEquals(table="deals", where=where, field="stage_id", value=target, weight=3.0,
-                        label=f"{deal['name']} in {names[target]}"),
-            FieldEquals(table="deals", where=where, field="status", value=status, weight=1.0,
-                        label=f"deal is {status}"),
+            field_is("deals", where, "stage_id", target, f"{deal['name']} in {names[target]}", weight=3.0),
+            field_is("deals", where, "status", status, f"deal is {status}", weight=1.0),
         ]
         move = kit.call("move_deal_stage", deal_id=deal["id"], stage=names[target])
         answer = f"Moved {deal['name']} from {deal['stage']} to {names[target]}."
@@ -141,16 +125,8 @@ def deal_stage_update(rng: random.Random, world: World) -> TaskDraft | None:
 
 # ---------------------------------------------------------------- write: close date or amount
 
-RESCHEDULE = (
-    "Push the close date of {deal} to {date}.",
-    "{deal} is slipping; the new expected close date is {date_h}.",
-    "Update {deal}: it should now close on {date}.",
-)
-REVALUE = (
-    "The {deal} deal is now worth {amount}. Update the amount.",
-    "Change the amount on {deal} to {amount}.",
-    "{deal} grew in scope; set its value to {amount}.",
-)
+RESCHEDULE = TEXTS["RESCHEDULE"]
+REVALUE = TEXTS["REVALUE"]
 
 
 def reschedule_deal(rng: random.Random, world: World) -> TaskDraft | None:
@@ -175,9 +151,8 @@ def reschedule_deal(rng: random.Random, world: World) -> TaskDraft | None:
         answer = f"{deal['name']} is now worth {kit.money(new_amount)} (was {kit.money(deal['amount'])})."
     return TaskDraft(
         prompt=prompt,
-        checks=[FieldEquals(table="deals", where=where, field=field, value=value, weight=3.0,
-                            label=f"{deal['name']} {field} = {value}"),
-                kit.diff_only([ExpectedChange(table="deals", op="update", where=where, fields=[field])])],
+        checks=[field_is("deals", where, field, value, f"{deal['name']} {field} = {value}", weight=3.0),
+                kit.diff_only([updated("deals", where, [field])])],
         reference_solution=[kit.call("list_deals", query=deal["name"]),
                             kit.call("update_deal", deal_id=deal["id"], **{field: value})],
         env_variables=kit.env_for(kit.user_by_id(world, deal["owner_id"]), today),
@@ -189,20 +164,9 @@ def reschedule_deal(rng: random.Random, world: World) -> TaskDraft | None:
 
 # ---------------------------------------------------------------- search -> choose -> write: closing soonest
 
-SOONEST_COMPANY = (
-    "Of {company}'s open deals, find the one that closes soonest and log a call on it: \"{summary}\"",
-    "Which open deal with {company} has the nearest close date? Log a call on that deal with the summary "
-    "\"{summary}\".",
-    "I just called {company} about whichever of their open deals closes first. Log it on that deal: \"{summary}\"",
-)
-SOONEST_MINE = (
-    "Find my open deal with the nearest close date and log a call on it: \"{summary}\"",
-    "Which of my open deals closes soonest? Log a call on it with the summary \"{summary}\".",
-    "I just had a call about my deal that's closing first. Log it on that deal: \"{summary}\"",
-)
-CALL_SUMMARIES = ("Confirmed budget and timeline", "Discussed pricing and next steps", "Reviewed the proposal together",
-                  "Agreed to schedule a follow-up demo", "Answered their security questions",
-                  "Walked through the contract terms")
+SOONEST_COMPANY = TEXTS["SOONEST_COMPANY"]
+SOONEST_MINE = TEXTS["SOONEST_MINE"]
+CALL_SUMMARIES = TEXTS["CALL_SUMMARIES"]
 
 
 def call_closing_soonest(rng: random.Random, world: World) -> TaskDraft | None:
@@ -239,10 +203,9 @@ def call_closing_soonest(rng: random.Random, world: World) -> TaskDraft | None:
     return TaskDraft(
         prompt=prompt,
         checks=[
-            RowExists(table="activities", where=new, count=1, weight=3.0, label=f"call logged on {best['name']}"),
-            FieldEquals(table="activities", where=new, field="summary", value=summary, weight=1.0,
-                        label="summary as given"),
-            kit.diff_only([ExpectedChange(table="activities", op="insert", where={"deal_id": best["id"]})]),
+            has_row("activities", new, f"call logged on {best['name']}", weight=3.0, count=1),
+            field_is("activities", new, "summary", summary, "summary as given", weight=1.0),
+            kit.diff_only([inserted("activities", {"deal_id": best["id"]})]),
             kit.answer_has([best["name"]], label="answer names the chosen deal"),
         ],
         reference_solution=[*lookup, kit.call("log_crm_activity", kind="call", summary=summary, deal_id=best["id"])],
@@ -256,13 +219,7 @@ def call_closing_soonest(rng: random.Random, world: World) -> TaskDraft | None:
 
 # ---------------------------------------------------------------- multi-step: step through stages + meeting
 
-STEPWISE = (
-    "Take {deal} through the pipeline one stage at a time until it reaches {target}, then log a meeting on it: "
-    "\"{summary}\"",
-    "After today's meeting, {deal} belongs in {target}. Move it there stage by stage (no skipping) and log the "
-    "meeting with the summary \"{summary}\".",
-    "Log a meeting on {deal} (\"{summary}\") and advance the deal step by step to {target}.",
-)
+STEPWISE = TEXTS["STEPWISE"]
 MEETING_SUMMARIES = ("Demo went well, legal review next", "Met the buying committee", "Agreed on scope and pricing",
                      "Technical deep dive with their IT team", "Executive sponsor meeting")
 
@@ -285,11 +242,11 @@ def advance_deal_stepwise(rng: random.Random, world: World) -> TaskDraft | None:
     return TaskDraft(
         prompt=prompt,
         checks=[
-            FieldEquals(table="deals", where={"id": deal["id"]}, field="stage_id", value=target, weight=3.0,
-                        label=f"{deal['name']} in {names[target]}"),
-            RowExists(table="activities", where=meeting, count=1, weight=2.0, label="meeting logged on the deal"),
-            kit.diff_only([ExpectedChange(table="deals", op="update", where={"id": deal["id"]}, fields=["stage_id"]),
-                       ExpectedChange(table="activities", op="insert", where={"deal_id": deal["id"]})]),
+            field_is("deals", {"id": deal["id"]},
+                    "stage_id", target, f"{deal['name']} in {names[target]}", weight=3.0),
+            has_row("activities", meeting, "meeting logged on the deal", weight=2.0, count=1),
+            kit.diff_only([updated("deals", {"id": deal["id"]}, ["stage_id"]),
+                       inserted("activities", {"deal_id": deal["id"]})]),
         ],
         reference_solution=[kit.call("list_deals", query=deal["name"]), *moves,
                             kit.call("log_crm_activity", kind="meeting", summary=summary, deal_id=deal["id"])],
@@ -304,13 +261,7 @@ def advance_deal_stepwise(rng: random.Random, world: World) -> TaskDraft | None:
 
 # ---------------------------------------------------------------- multi-step: win a deal
 
-WIN = (
-    "We signed {deal}! Mark it Closed Won, make {contact} a customer, and add a note on the deal: \"{note}\"",
-    "Great news: {company} signed the contract for {deal}. Close the deal as won, update {contact}'s lifecycle "
-    "stage to customer and log a note \"{note}\" on the deal.",
-    "{deal} is won. Please record it as Closed Won, set {contact} to customer, and put a note on the deal: "
-    "\"{note}\"",
-)
+WIN = TEXTS["WIN"]
 WIN_NOTES = ("Contract signed, kickoff next week", "Signed after final legal review", "PO received, onboarding to start",
              "Signed a two-year term", "Signed with a 5% multi-year discount", "Countersigned by their CFO today")
 
@@ -334,17 +285,15 @@ def win_deal(rng: random.Random, world: World) -> TaskDraft | None:
     return TaskDraft(
         prompt=prompt,
         checks=[
-            RowExists(table="deals", where={"id": deal["id"], "stage_id": won, "status": "won", "closed_on": kit.iso(today)},
-                      count=1, weight=3.0, label=f"{deal['name']} won today"),
-            FieldEquals(table="contacts", where={"id": deal["contact_id"]}, field="lifecycle_stage", value="customer",
-                        weight=2.0, label=f"{deal['contact']} is a customer"),
-            RowExists(table="activities", where=new_note, count=1, weight=2.0, label="note logged on the deal"),
+            has_row("deals", {"id": deal["id"], "stage_id": won, "status": "won", "closed_on": kit.iso(today)},
+                    f"{deal['name']} won today", weight=3.0, count=1),
+            field_is("contacts", {"id": deal["contact_id"]},
+                    "lifecycle_stage", "customer", f"{deal['contact']} is a customer", weight=2.0),
+            has_row("activities", new_note, "note logged on the deal", weight=2.0, count=1),
             kit.diff_only([
-                ExpectedChange(table="deals", op="update", where={"id": deal["id"]},
-                               fields=["stage_id", "status", "closed_on"]),
-                ExpectedChange(table="contacts", op="update", where={"id": deal["contact_id"]},
-                               fields=["lifecycle_stage"]),
-                ExpectedChange(table="activities", op="insert", where={"deal_id": deal["id"]}),
+                updated("deals", {"id": deal["id"]}, ["stage_id", "status", "closed_on"]),
+                updated("contacts", {"id": deal["contact_id"]}, ["lifecycle_stage"]),
+                inserted("activities", {"deal_id": deal["id"]}),
             ]),
         ],
         reference_solution=[
@@ -363,16 +312,8 @@ def win_deal(rng: random.Random, world: World) -> TaskDraft | None:
 
 # ---------------------------------------------------------------- impossible: closed deals stay closed
 
-REOPEN = (
-    "Reopen the {deal} deal and move it back to {stage}.",
-    "{company} wants to talk again about {deal}. Set that deal back to {stage}.",
-    "Change the stage of {deal} to {stage}; it's active again.",
-)
-UNWIN = (
-    "Mark {deal} as lost instead; the customer backed out.",
-    "{deal} fell through after all. Move it to Closed Lost, reason: no budget.",
-    "Please switch {deal} from won to Closed Lost; they never signed.",
-)
+REOPEN = TEXTS["REOPEN"]
+UNWIN = TEXTS["UNWIN"]
 
 
 def reopen_closed_deal(rng: random.Random, world: World) -> TaskDraft | None:
@@ -401,11 +342,7 @@ def reopen_closed_deal(rng: random.Random, world: World) -> TaskDraft | None:
 
 # ---------------------------------------------------------------- impossible: skipping stages
 
-SKIP = (
-    "Move {deal} straight to {target}, skipping {next}.",
-    "Jump {deal} from {current} directly to {target}; don't take it through the stages in between.",
-    "Put {deal} into {target} in a single step, without going through {next}.",
-)
+SKIP = TEXTS["SKIP"]
 
 
 def skip_stage_impossible(rng: random.Random, world: World) -> TaskDraft | None:

@@ -10,18 +10,14 @@ from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.crm.rules import month_bounds
 from toolgym.envs.apps.crm.task_common import contacts, deals, sales_users
 from toolgym.envs.context import WEEKDAYS, resolve_date
-from toolgym.schema import Check, ExpectedChange, RowExists
+from toolgym.envs.kit.row_checks import has_row, inserted
+from toolgym.schema import Check
 
 # ---------------------------------------------------------------- context lookup: my deals closing soon
 
-CLOSING = (
-    "Which of my open deals are expected to close {period}?",
-    "What do I have closing {period}? List my open deals.",
-    "List the deals I own that should close {period}.",
-    "Which of my open deals close {period}, and what stage is each one in?",
-    "What's in my pipeline for {period}? Give me each deal and its stage.",
-    "I need my open deals with a close date {period}, with their current stages.",
-)
+TEXTS = kit.module_texts(__file__)
+
+CLOSING = TEXTS["CLOSING"]
 DAY_WINDOWS = (5, 7, 10, 14, 20, 21, 28, 30, 40, 45, 60, 75, 90)
 
 
@@ -65,11 +61,7 @@ def my_deals_closing(rng: random.Random, world: World) -> TaskDraft | None:
 
 # ---------------------------------------------------------------- context write: remind me tomorrow
 
-REMIND = (
-    "Remind me {when} to {action}.",
-    "Set a reminder for {when}: {action}.",
-    "{When_cap}, I need to {action}. Put a reminder in the CRM for me.",
-)
+REMIND = TEXTS["REMIND"]
 ACTIONS = ("call {name} at {company}", "send {name} ({company}) the pricing sheet", "check in with {name} from {company}",
            "email {name} at {company} about the renewal")
 RELATIVE_DAYS = ("tomorrow", "the day after tomorrow", "next Friday", "next Monday", "in 3 days", "in 5 days",
@@ -89,9 +81,8 @@ def remind_me_relative(rng: random.Random, world: World) -> TaskDraft | None:
     phrasing, prompt = kit.phrase(rng, REMIND, when=when, When_cap=when[0].upper() + when[1:], action=action)
     return TaskDraft(
         prompt=prompt,
-        checks=[RowExists(table="reminders", where=where, count=1, weight=3.0,
-                          label=f"reminder about {contact['name']} due {due}"),
-                kit.diff_only([ExpectedChange(table="reminders", op="insert", where={"contact_id": contact["id"]})])],
+        checks=[has_row("reminders", where, f"reminder about {contact['name']} due {due}", weight=3.0, count=1),
+                kit.diff_only([inserted("reminders", {"contact_id": contact["id"]})])],
         reference_solution=[
             kit.call("search_crm_contacts", query=contact["name"]),
             kit.call("create_crm_reminder", title=action[0].upper() + action[1:], due_date=when, contact_id=contact["id"]),
@@ -105,12 +96,7 @@ def remind_me_relative(rng: random.Random, world: World) -> TaskDraft | None:
 
 # ---------------------------------------------------------------- context lookup: who to follow up with
 
-FOLLOW_UPS = (
-    "Who am I supposed to follow up with {when}?",
-    "Which reminders do I have due {when}? Tell me who they're about.",
-    "Whose follow-ups are on my CRM to-do list {when}? I need the names of the people involved.",
-    "List my open reminders due {when} and the contacts they concern.",
-)
+FOLLOW_UPS = TEXTS["FOLLOW_UPS"]
 
 
 def _when_phrases(day: dt.date) -> list[tuple[str, dt.date]]:

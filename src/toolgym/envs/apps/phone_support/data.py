@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from faker import Faker
 
+from toolgym.envs import kit
 from toolgym.envs.apps.phone_support.rules import (
     APP_PERMISSIONS,
     DEFAULT_APN,
@@ -27,6 +28,8 @@ from toolgym.envs.apps.phone_support.rules import (
     payment_reference,
 )
 from toolgym.envs.people import population
+
+TEXTS = kit.module_texts(__file__)
 
 
 @dataclass(frozen=True)
@@ -52,37 +55,18 @@ PLANS: tuple[PlanSeed, ...] = (
 )
 
 # (model, supports 5G)
-DEVICE_MODELS: tuple[tuple[str, int], ...] = (
-    ("Pixel 8", 1), ("iPhone 15", 1), ("Galaxy S23", 1), ("Pixel 7a", 1), ("iPhone 13", 1),
-    ("Galaxy A14", 0), ("Moto G Play", 0), ("iPhone 11", 0), ("Nokia G21", 0),
-)
+DEVICE_MODELS = TEXTS["DEVICE_MODELS"]
 
 ABROAD: tuple[str, ...] = ("Portugal", "Mexico", "Japan", "France", "Italy", "Canada", "United Kingdom")
 WRONG_APNS: tuple[str, ...] = ("internet", "fastnet.old", "wap.fastnet", "web.carrier", "mvno.data")
 WRONG_MMSCS: tuple[str, ...] = ("http://mms.oldnet.example", "http://mmsc.carrier.example/mms")
 
 # Faults planted on the primary line/phone of some accounts: name -> how many accounts get it.
-FAULT_COUNTS: dict[str, int] = {
-    "airplane_mode": 7,
-    "mobile_data_off": 7,
-    "wrong_apn": 7,
-    "sim_loose": 6,
-    "mms_broken": 8,
-    "roaming_abroad": 7,
-    "suspended_unpaid": 6,
-    "slow_network": 7,
-    "sim_damaged": 5,
-    "data_exhausted": 7,
-}
+FAULT_COUNTS = TEXTS["FAULT_COUNTS"]
 ACCOUNTS = 100
 BILL_PERIODS = ("2025-12", "2026-01", "2026-02", "2026-03")
 
-ESCALATION_SUMMARIES = (
-    "Customer reports dropped calls at home; needs a coverage check.",
-    "Porting request stuck for two days.",
-    "Device keeps restarting after software update; sent to device support.",
-    "Billing dispute about a roaming charge.",
-)
+ESCALATION_SUMMARIES = TEXTS["ESCALATION_SUMMARIES"]
 
 
 def _month_end(period: str) -> dt.date:

@@ -10,16 +10,16 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from toolgym.envs import kit
+
+TEXTS = kit.module_texts(__file__)
+
 HOME_COUNTRY = "United States"
 DEFAULT_APN = "fastnet"
 DEFAULT_MMSC = "http://mms.fastnet.example/mms"
 
 # Apps on every phone and the permissions each one asks for. MMS needs both of the messages app's.
-APP_PERMISSIONS: dict[str, tuple[str, ...]] = {
-    "messages": ("sms", "storage"),
-    "camera": ("camera", "storage"),
-    "maps": ("location",),
-}
+APP_PERMISSIONS = TEXTS["APP_PERMISSIONS"]
 MMS_PERMISSIONS = ("sms", "storage")
 
 NETWORK_MODES = ("5g_4g_3g", "4g_3g", "3g_only", "2g_only")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolgym.envs import World
+from toolgym.envs.kit.row_checks import inserted
 from toolgym.schema import ExpectedChange
 
 
@@ -39,7 +40,7 @@ def gb_text(value: float) -> str:
 
 
 def line_event(line_id: int) -> ExpectedChange:
-    return ExpectedChange(table="line_events", op="insert", where={"line_id": line_id})
+    return inserted("line_events", {"line_id": line_id})
 
 
 def country_name(country: str) -> str:

@@ -20,17 +20,15 @@ from toolgym.envs.apps.phone_support.task_common import (
     lines,
     plans,
 )
-from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
+from toolgym.envs.kit.row_checks import field_is, has_row, inserted, updated
+from toolgym.schema import Check
 
 # ---------------------------------------------------------------- lookup
 
 
-LOOKUP_PROMPTS = (
-    "Which plan is {phone} on, and how much data has it used this cycle?",
-    "How much data has my line {phone} used so far this month, and what plan is it on?",
-    "For {phone}: the plan name and the data used this billing cycle, please.",
-    "I want to check {phone}. What plan is that, and how many GB are used already?",
-)
+TEXTS = kit.module_texts(__file__)
+
+LOOKUP_PROMPTS = TEXTS["LOOKUP_PROMPTS"]
 
 
 def line_plan_lookup(rng: random.Random, world: World) -> TaskDraft | None:
@@ -51,16 +49,7 @@ def line_plan_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-BALANCE_PROMPTS = (
-    "What do I owe right now, and when is it due?",
-    "How much is my unpaid bill and what's the due date?",
-    "Can you tell me my balance due and the date I have to pay it by?",
-    "Do I have an open bill? How much, and due when?",
-    "Hi, it's {first}. What's my outstanding balance, and by when do I need to pay it?",
-    "{first} here. How much do I still have to pay, and what's the deadline?",
-    "This is {first}: is there an unpaid bill on my account? Tell me the amount and due date.",
-    "Hello, {first} speaking. I'd like to know my current balance and its due date.",
-)
+BALANCE_PROMPTS = TEXTS["BALANCE_PROMPTS"]
 
 
 def my_balance_context(rng: random.Random, world: World) -> TaskDraft | None:
@@ -89,12 +78,7 @@ def my_balance_context(rng: random.Random, world: World) -> TaskDraft | None:
 # ---------------------------------------------------------------- writes
 
 
-CHANGE_PROMPTS = (
-    "Switch {phone} to the {plan} plan.",
-    "Please move my line {phone} onto {plan}.",
-    "I'd like {plan} on {phone} from today. Can you change it?",
-    "Change the plan of {phone} to {plan}, please.",
-)
+CHANGE_PROMPTS = TEXTS["CHANGE_PROMPTS"]
 
 
 def _plan_fits(line: dict, plan: dict) -> bool:
@@ -108,11 +92,10 @@ def _plan_fits(line: dict, plan: dict) -> bool:
 
 def _plan_change_checks(line: dict, plan: dict) -> list[Check]:
     return [
-        FieldEquals(table="lines", where={"id": line["id"]}, field="plan_id", value=plan["id"], weight=3.0,
-                    label=f"{line['phone_number']} is on {plan['code']}"),
-        RowExists(table="line_events", where={"line_id": line["id"], "kind": "plan_change"}, weight=1.0,
-                  label="plan change logged"),
-        kit.diff_only([ExpectedChange(table="lines", op="update", where={"id": line["id"]}, fields=["plan_id"]),
+        field_is("lines", {"id": line["id"]},
+                "plan_id", plan["id"], f"{line['phone_number']} is on {plan['code']}", weight=3.0),
+        has_row("line_events", {"line_id": line["id"], "kind": "plan_change"}, "plan change logged", weight=1.0),
+        kit.diff_only([updated("lines", {"id": line["id"]}, ["plan_id"]),
                    line_event(line["id"])]),
     ]
 
@@ -139,12 +122,7 @@ def change_plan_write(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-CHEAPEST_PROMPTS = (
-    "Move {phone} to the cheapest plan with at least {gb} GB of data{roam}.",
-    "What's the least expensive plan that gives {gb} GB or more{roam}? Put {phone} on it.",
-    "I need at least {gb} GB a month on {phone}{roam}. Switch it to the cheapest plan that does that.",
-    "Find the lowest-priced plan with {gb}+ GB{roam} and change {phone} to it.",
-)
+CHEAPEST_PROMPTS = TEXTS["CHEAPEST_PROMPTS"]
 
 
 def cheapest_plan_search(rng: random.Random, world: World) -> TaskDraft | None:
@@ -177,12 +155,7 @@ def cheapest_plan_search(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-TRAVEL_PROMPTS = (
-    "I'm travelling to {country} {when}. Turn on roaming for {phone} and add a {gb} GB data top-up.",
-    "Please enable international roaming on {phone} and buy a {gb} GB top-up; I fly to {country} {when}.",
-    "Before my trip to {country} {when}: roaming on for {phone}, plus {gb} GB of extra data.",
-    "Get {phone} ready for {country}: I leave {when}. I need roaming enabled and a {gb} GB data top-up.",
-)
+TRAVEL_PROMPTS = TEXTS["TRAVEL_PROMPTS"]
 
 
 def travel_prep(rng: random.Random, world: World) -> TaskDraft | None:
@@ -196,15 +169,13 @@ def travel_prep(rng: random.Random, world: World) -> TaskDraft | None:
     phrasing = rng.randrange(len(TRAVEL_PROMPTS))
     phone = line["phone_number"]
     checks: list[Check] = [
-        FieldEquals(table="lines", where={"id": line["id"]}, field="roaming_enabled", value=1, weight=2.0,
-                    label="roaming enabled on the line"),
-        FieldEquals(table="lines", where={"id": line["id"]}, field="topup_gb", value=line["topup_gb"] + gb,
-                    weight=2.0, label=f"{gb} GB added"),
-        RowExists(table="data_topups", where={"line_id": line["id"], "gb": gb}, count=1 + _topups(world, line, gb),
-                  weight=1.0, label="top-up recorded"),
+        field_is("lines", {"id": line["id"]}, "roaming_enabled", 1, "roaming enabled on the line", weight=2.0),
+        field_is("lines", {"id": line["id"]}, "topup_gb", line["topup_gb"] + gb, f"{gb} GB added", weight=2.0),
+        has_row("data_topups", {"line_id": line["id"], "gb": gb},
+                "top-up recorded", weight=1.0, count=1 + _topups(world, line, gb)),
         kit.diff_only([
-            ExpectedChange(table="lines", op="update", where={"id": line["id"]}, fields=["roaming_enabled", "topup_gb"]),
-            ExpectedChange(table="data_topups", op="insert", where={"line_id": line["id"], "gb": gb}),
+            updated("lines", {"id": line["id"]}, ["roaming_enabled", "topup_gb"]),
+            inserted("data_topups", {"line_id": line["id"], "gb": gb}),
             line_event(line["id"]),
         ]),
     ]
@@ -237,33 +208,20 @@ def pay_and_resume_checks(world: World, line: dict, bills: list[dict]) -> list[C
     """Every overdue bill paid, the line active again, and nothing else changed."""
     checks: list[Check] = []
     expected = [
-        ExpectedChange(table="lines", op="update", where={"id": line["id"]},
-                       fields=["status", "suspension_reason", "suspended_on"]),
+        updated("lines", {"id": line["id"]}, ["status", "suspension_reason", "suspended_on"]),
         line_event(line["id"]),
     ]
     for bill in bills:
-        checks.append(FieldEquals(table="bills", where={"id": bill["id"]}, field="status", value="paid", weight=1.0,
-                                  label=f"bill {bill['period']} paid"))
-        checks.append(RowExists(table="payments", where={"bill_id": bill["id"], "amount": bill["amount"]}, count=1,
-                                weight=1.0, label=f"payment of ${bill['amount']} for {bill['period']}"))
-        expected.append(ExpectedChange(table="bills", op="update", where={"id": bill["id"]}, fields=["status", "paid_on"]))
-        expected.append(ExpectedChange(table="payments", op="insert", where={"bill_id": bill["id"]}))
-    checks.append(FieldEquals(table="lines", where={"id": line["id"]}, field="status", value="active", weight=2.0,
-                              label="line resumed"))
+        checks.append(field_is("bills", {"id": bill["id"]}, "status", "paid", f"bill {bill['period']} paid", weight=1.0))
+        checks.append(has_row("payments", {"bill_id": bill["id"], "amount": bill["amount"]}, f"payment of ${bill['amount']} for {bill['period']}", weight=1.0, count=1))
+        expected.append(updated("bills", {"id": bill["id"]}, ["status", "paid_on"]))
+        expected.append(inserted("payments", {"bill_id": bill["id"]}))
+    checks.append(field_is("lines", {"id": line["id"]}, "status", "active", "line resumed", weight=2.0))
     checks.append(kit.diff_only(expected))
     return checks
 
 
-PAY_RESUME_PROMPTS = (
-    "My line {phone} got suspended over an unpaid bill. Pay what's overdue with {card} and turn it back on.",
-    "Please settle my overdue bills using {card} and reactivate {phone}.",
-    "{phone} is cut off for non-payment. Clear the overdue balance with {card} and restore service, please.",
-    "I want {phone} working again: pay every overdue bill with {card}, then resume the line.",
-    "Hi, {first} here. You suspended {phone} because I missed a payment. Charge {card} for what I owe and switch it back on.",
-    "Can you get {phone} back in service? Take the overdue amount from {card}.",
-    "{first} speaking: my number {phone} was blocked for an unpaid bill. Pay it off using {card} and unblock it.",
-    "Use {card} to pay everything that's overdue on my account, and then reconnect {phone}.",
-)
+PAY_RESUME_PROMPTS = TEXTS["PAY_RESUME_PROMPTS"]
 
 
 def pay_and_resume(rng: random.Random, world: World) -> TaskDraft | None:
@@ -296,12 +254,7 @@ def pay_and_resume(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-PAY_CARD_PROMPTS = (
-    "Pay my {period_name} bill with my {kind} ending {last4}.",
-    "Please use the {kind} ending in {last4} to pay the bill for {period_name}.",
-    "I'd like to pay my open {period_name} bill now, with the {kind} card ending {last4}.",
-    "Settle the {period_name} bill on my account using my {kind} ({last4}).",
-)
+PAY_CARD_PROMPTS = TEXTS["PAY_CARD_PROMPTS"]
 MONTH_NAMES = {"2025-12": "December", "2026-01": "January", "2026-02": "February", "2026-03": "March"}
 
 
@@ -325,14 +278,12 @@ def pay_bill_with_card(rng: random.Random, world: World) -> TaskDraft | None:
     return TaskDraft(
         prompt=prompt,
         checks=[
-            FieldEquals(table="bills", where={"id": bill["id"]}, field="status", value="paid", weight=2.0,
-                        label=f"{bill['period']} bill paid"),
-            RowExists(table="payments", where={"bill_id": bill["id"], "payment_method_id": bill["method_id"],
-                                               "amount": bill["amount"]}, count=1, weight=2.0,
-                      label=f"paid with the {bill['kind']} ending {bill['last4']}"),
+            field_is("bills", {"id": bill["id"]}, "status", "paid", f"{bill['period']} bill paid", weight=2.0),
+            has_row("payments", {"bill_id": bill["id"], "payment_method_id": bill["method_id"], "amount": bill["amount"]},
+                    f"paid with the {bill['kind']} ending {bill['last4']}", weight=2.0, count=1),
             kit.diff_only([
-                ExpectedChange(table="bills", op="update", where={"id": bill["id"]}, fields=["status", "paid_on"]),
-                ExpectedChange(table="payments", op="insert", where={"bill_id": bill["id"]}),
+                updated("bills", {"id": bill["id"]}, ["status", "paid_on"]),
+                inserted("payments", {"bill_id": bill["id"]}),
             ]),
         ],
         reference_solution=[kit.call("get_bills", status="unpaid"), kit.call("list_payment_methods"),
@@ -344,16 +295,7 @@ def pay_bill_with_card(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-LOST_PROMPTS = (
-    "I lost my phone {when}. Please suspend my line.",
-    "My phone was stolen {when}! Block my number right away.",
-    "Can you suspend my line? I think I left my phone in a taxi {when} and it's gone.",
-    "Please put a hold on my number; my phone went missing {when}.",
-    "Hi, it's {first}. Someone took my phone {when}. Suspend my line, please.",
-    "{first} here: my phone disappeared {when}. Please block my number.",
-    "This is {first}. My phone got stolen {when}; stop service on my line until I find it.",
-    "Hello, {first} speaking. I misplaced my phone {when}. Could you suspend my number for now?",
-)
+LOST_PROMPTS = TEXTS["LOST_PROMPTS"]
 LOST_WHEN = ("today", "this morning", "an hour ago", "earlier today", "at lunch")
 
 
@@ -369,14 +311,11 @@ def lost_phone_suspend(rng: random.Random, world: World) -> TaskDraft | None:
     return TaskDraft(
         prompt=LOST_PROMPTS[phrasing].format(when=rng.choice(LOST_WHEN), first=first_name(line)),
         checks=[
-            FieldEquals(table="lines", where={"id": line["id"]}, field="status", value="suspended", weight=2.0,
-                        label="line suspended"),
-            FieldEquals(table="lines", where={"id": line["id"]}, field="suspension_reason", value="lost_or_stolen",
-                        weight=1.0, label="reason: lost or stolen"),
-            FieldEquals(table="lines", where={"id": line["id"]}, field="suspended_on", value=today.isoformat(),
-                        weight=1.0, label="suspended today"),
-            kit.diff_only([ExpectedChange(table="lines", op="update", where={"id": line["id"]},
-                                      fields=["status", "suspension_reason", "suspended_on"]), line_event(line["id"])]),
+            field_is("lines", {"id": line["id"]}, "status", "suspended", "line suspended", weight=2.0),
+            field_is("lines", {"id": line["id"]},
+                    "suspension_reason", "lost_or_stolen", "reason: lost or stolen", weight=1.0),
+            field_is("lines", {"id": line["id"]}, "suspended_on", today.isoformat(), "suspended today", weight=1.0),
+            kit.diff_only([updated("lines", {"id": line["id"]}, ["status", "suspension_reason", "suspended_on"]), line_event(line["id"])]),
         ],
         reference_solution=[kit.call("get_my_account"),
                             kit.call("suspend_line", phone_number=phone, reason="lost_or_stolen")],
@@ -390,12 +329,7 @@ def lost_phone_suspend(rng: random.Random, world: World) -> TaskDraft | None:
 # ---------------------------------------------------------------- impossible
 
 
-ROAM_NO_PROMPTS = (
-    "Please enable international roaming on {phone}; I'm off to {country} {when}.",
-    "Turn on roaming for {phone}. I'll be in {country} {when}.",
-    "I need {phone} to work in {country} {when}. Switch roaming on, please.",
-    "Activate roaming on my line {phone} before I go to {country} {when}.",
-)
+ROAM_NO_PROMPTS = TEXTS["ROAM_NO_PROMPTS"]
 
 
 def roaming_not_allowed_impossible(rng: random.Random, world: World) -> TaskDraft | None:
@@ -417,12 +351,7 @@ def roaming_not_allowed_impossible(rng: random.Random, world: World) -> TaskDraf
     )
 
 
-TOPUP_NO_PROMPTS = (
-    "Add a {gb} GB data top-up to {phone}.",
-    "Please buy {gb} GB of extra data for {phone}.",
-    "Can I get a {gb} GB top-up on {phone}? I'm streaming a lot this month.",
-    "Top up {phone} with {gb} GB, please.",
-)
+TOPUP_NO_PROMPTS = TEXTS["TOPUP_NO_PROMPTS"]
 
 
 def topup_unlimited_impossible(rng: random.Random, world: World) -> TaskDraft | None:
@@ -444,12 +373,7 @@ def topup_unlimited_impossible(rng: random.Random, world: World) -> TaskDraft | 
     )
 
 
-LEGACY_PROMPTS = (
-    "Switch {phone} to the {plan} plan; it's cheaper.",
-    "Put {phone} on {plan}, please.",
-    "I used to be on {plan}. Move {phone} back to it.",
-    "Change {phone} to {plan} starting today.",
-)
+LEGACY_PROMPTS = TEXTS["LEGACY_PROMPTS"]
 
 
 def legacy_plan_impossible(rng: random.Random, world: World) -> TaskDraft | None:

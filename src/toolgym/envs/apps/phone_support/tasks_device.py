@@ -25,7 +25,8 @@ from toolgym.envs.apps.phone_support.rules import (
 )
 from toolgym.envs.apps.phone_support.task_common import country_name, first_name, line_event
 from toolgym.envs.apps.phone_support.tasks_account import overdue_bills, pay_and_resume_checks
-from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists, ToolCall, ToolCalled, UserScenario
+from toolgym.envs.kit.row_checks import field_is, has_row, inserted, updated
+from toolgym.schema import Check, ExpectedChange, ToolCall, ToolCalled, UserScenario
 
 SINCE = ("since this morning", "since yesterday", "for a few hours now", "since I woke up", "all day today",
          "since last night")
@@ -108,12 +109,11 @@ def _goal(expect: dict[str, Any] | None) -> dict[str, Any] | None:
 def _device_fix(row: dict[str, Any], fields: dict[str, Any], label: str) -> list[Check]:
     """The phone's fixed settings, and no change anywhere but those device fields."""
     checks: list[Check] = [
-        FieldEquals(table="devices", where={"id": row["device_id"]}, field=name, value=value, weight=3.0 / len(fields),
-                    label=f"{label}: {name} = {value}")
+        field_is("devices", {"id": row["device_id"]},
+                name, value, f"{label}: {name} = {value}", weight=3.0 / len(fields))
         for name, value in fields.items()
     ]
-    checks.append(kit.diff_only([ExpectedChange(table="devices", op="update", where={"id": row["device_id"]},
-                                            fields=sorted(fields))]))
+    checks.append(kit.diff_only([updated("devices", {"id": row["device_id"]}, sorted(fields))]))
     return checks
 
 
@@ -254,20 +254,14 @@ def mms_broken(rng: random.Random, world: World) -> TaskDraft | None:
     expected: list[ExpectedChange] = []
     if row["apn_mmsc"] != DEFAULT_MMSC:
         fix.append(kit.call("reset_apn_settings"))
-        checks.append(FieldEquals(table="devices", where={"id": row["device_id"]}, field="apn_mmsc",
-                                  value=DEFAULT_MMSC, weight=2.0, label="MMSC reset to default"))
-        expected.append(ExpectedChange(table="devices", op="update", where={"id": row["device_id"]},
-                                       fields=["apn_mmsc", "apn_name"]))
+        checks.append(field_is("devices", {"id": row["device_id"]}, "apn_mmsc", DEFAULT_MMSC, "MMSC reset to default", weight=2.0))
+        expected.append(updated("devices", {"id": row["device_id"]}, ["apn_mmsc", "apn_name"]))
     if denied:
         fix.append(kit.call("list_app_permissions", app="messages"))
     for permission in denied:
         fix.append(kit.call("grant_app_permission", app="messages", permission=permission))
-        checks.append(FieldEquals(table="app_permissions", where={"device_id": row["device_id"], "app": "messages",
-                                                                  "permission": permission},
-                                  field="granted", value=1, weight=2.0, label=f"messages app has {permission}"))
-        expected.append(ExpectedChange(table="app_permissions", op="update",
-                                       where={"device_id": row["device_id"], "app": "messages",
-                                              "permission": permission}, fields=["granted"]))
+        checks.append(field_is("app_permissions", {"device_id": row["device_id"], "app": "messages", "permission": permission}, "granted", 1, f"messages app has {permission}", weight=2.0))
+        expected.append(updated("app_permissions", {"device_id": row["device_id"], "app": "messages", "permission": permission}, ["granted"]))
     checks.append(kit.diff_only(expected))
     causes = ([f"the messages app was missing the {' and '.join(denied)} permission"] if denied else []) + (
         ["the MMS server (MMSC) in the APN settings was wrong"] if row["apn_mmsc"] != DEFAULT_MMSC else [])
@@ -298,14 +292,12 @@ def roaming_abroad(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     phone, place = row["phone_number"], country_name(row["location_country"])
     checks: list[Check] = [
-        FieldEquals(table="lines", where={"id": row["id"]}, field="roaming_enabled", value=1, weight=2.0,
-                    label="roaming enabled on the line"),
-        FieldEquals(table="devices", where={"id": row["device_id"]}, field="data_roaming", value=1, weight=2.0,
-                    label="phone's data roaming on"),
+        field_is("lines", {"id": row["id"]}, "roaming_enabled", 1, "roaming enabled on the line", weight=2.0),
+        field_is("devices", {"id": row["device_id"]}, "data_roaming", 1, "phone's data roaming on", weight=2.0),
         kit.diff_only([
-            ExpectedChange(table="lines", op="update", where={"id": row["id"]}, fields=["roaming_enabled"]),
+            updated("lines", {"id": row["id"]}, ["roaming_enabled"]),
             line_event(row["id"]),
-            ExpectedChange(table="devices", op="update", where={"id": row["device_id"]}, fields=["data_roaming"]),
+            updated("devices", {"id": row["device_id"]}, ["data_roaming"]),
         ]),
     ]
     return dual_draft(
@@ -375,13 +367,12 @@ def data_exhausted_topup(rng: random.Random, world: World) -> TaskDraft | None:
     phone = row["phone_number"]
     topups = world.one("SELECT COUNT(*) AS n FROM data_topups WHERE line_id = ? AND gb = ?", (row["id"], gb))
     checks: list[Check] = [
-        RowExists(table="data_topups", where={"line_id": row["id"], "gb": gb},
-                  count=1 + int(topups["n"] if topups else 0), weight=2.0, label=f"{gb} GB top-up bought"),
-        FieldEquals(table="lines", where={"id": row["id"]}, field="topup_gb", value=row["topup_gb"] + gb, weight=2.0,
-                    label="allowance raised"),
+        has_row("data_topups", {"line_id": row["id"], "gb": gb},
+                f"{gb} GB top-up bought", weight=2.0, count=1 + int(topups["n"] if topups else 0)),
+        field_is("lines", {"id": row["id"]}, "topup_gb", row["topup_gb"] + gb, "allowance raised", weight=2.0),
         kit.diff_only([
-            ExpectedChange(table="data_topups", op="insert", where={"line_id": row["id"], "gb": gb}),
-            ExpectedChange(table="lines", op="update", where={"id": row["id"]}, fields=["topup_gb"]),
+            inserted("data_topups", {"line_id": row["id"], "gb": gb}),
+            updated("lines", {"id": row["id"]}, ["topup_gb"]),
             line_event(row["id"]),
         ]),
     ]
@@ -438,9 +429,9 @@ def sim_damaged_transfer(rng: random.Random, world: World) -> TaskDraft | None:
              summary="SIM card error on the customer's phone; reseating the SIM did not help. Needs a new SIM."),
     ]
     draft.checks = [
-        RowExists(table="escalations", where={"line_id": row["id"], "created_on": today}, count=1, weight=3.0,
-                  label="transferred to a human agent"),
+        has_row("escalations", {"line_id": row["id"], "created_on": today},
+                "transferred to a human agent", weight=3.0, count=1),
         ToolCalled(name="reseat_sim_card", weight=1.0, label="the customer was asked to reseat the SIM first"),
-        kit.diff_only([ExpectedChange(table="escalations", op="insert", where={"line_id": row["id"]})]),
+        kit.diff_only([inserted("escalations", {"line_id": row["id"]})]),
     ]
     return draft

@@ -16,6 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolgym.envs import kit
+
+TEXTS = kit.module_texts(__file__)
+
 _THE = r"(?:the\s+|your\s+|phone's\s+|the\s+phone's\s+)?"
 _ON_VERBS = r"(?:turn|switch|toggle|flip|set|put)"
 
@@ -50,23 +54,9 @@ AIRPLANE = r"(?:airplane|aeroplane|flight)\s+mode"
 MOBILE_DATA = r"(?:mobile|cellular)\s+data"
 DATA_ROAMING = r"(?:data\s+roaming|roaming\s+(?:switch|toggle|setting))"
 
-APP_SLOT: dict[Any, tuple[str, ...]] = {
-    "messages": (r"\bmessag(?:es|ing)\b", r"\b(?:sms|mms|texting) app\b"),
-    "camera": (r"\bcamera app\b",),
-    "maps": (r"\bmaps?(?: app)?\b",),
-}
-PERMISSION_SLOT: dict[Any, tuple[str, ...]] = {
-    "sms": (r"\bsms\b(?! app)", r"\btext messag\w* permission"),
-    "storage": (r"\bstorage\b", r"\bfiles?\b", r"\bphotos and media\b"),
-    "camera": (r"\bcamera (?:permission|access)\b",),
-    "location": (r"\blocation\b",),
-}
-MODE_SLOT: dict[Any, tuple[str, ...]] = {
-    "5g_4g_3g": (r"5g_4g_3g", r"\b5g(?:/4g/3g|/lte)?\b", r"\bauto(?:matic)?\b"),
-    "4g_3g": (r"4g_3g", r"\b4g(?:/3g)?\b", r"\blte\b"),
-    "3g_only": (r"3g_only", r"\b3g(?: only)?\b"),
-    "2g_only": (r"2g_only", r"\b2g(?: only)?\b"),
-}
+APP_SLOT = TEXTS["APP_SLOT"]
+PERMISSION_SLOT = TEXTS["PERMISSION_SLOT"]
+MODE_SLOT = TEXTS["MODE_SLOT"]
 MODE_LABEL = {"5g_4g_3g": "5G/4G/3G", "4g_3g": "4G/3G (LTE)", "3g_only": "3G only", "2g_only": "2G only"}
 
 USER_ACTIONS: tuple[UserAction, ...] = (

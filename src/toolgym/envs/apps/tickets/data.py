@@ -18,6 +18,8 @@ from faker import Faker
 from toolgym.envs import kit
 from toolgym.envs.apps.tickets.rules import order_code, seat_at, transfer_code
 
+TEXTS = kit.module_texts(__file__)
+
 SEASON_START = dt.date(2026, 3, 2)
 SEASON_END = dt.date(2026, 9, 27)
 FIRST_ORDER_DAY = dt.date(2026, 1, 10)
@@ -65,54 +67,17 @@ VENUES: tuple[VenueSeed, ...] = (
 )
 
 # (name, tier, rows, seats per row, price factor) per venue kind, best seats first.
-LAYOUTS: dict[str, tuple[tuple[str, str, int, int, float], ...]] = {
-    "stadium": (("Field Box", "premium", 12, 24, 2.6), ("Club Level", "premium", 10, 20, 2.1),
-                ("Lower Reserved", "standard", 20, 30, 1.4), ("Upper Deck", "value", 25, 30, 0.8),
-                ("Bleachers", "value", 15, 40, 0.55)),
-    "arena": (("Courtside", "premium", 2, 20, 4.0), ("Floor", "premium", 20, 30, 2.2),
-              ("Club Seats", "premium", 8, 20, 2.6), ("Lower Level", "standard", 20, 28, 1.5),
-              ("Upper Level", "value", 24, 30, 0.9)),
-    "theater": (("Box Seats", "premium", 2, 8, 2.3), ("Orchestra", "premium", 22, 26, 1.9),
-                ("Front Mezzanine", "standard", 8, 24, 1.4), ("Rear Mezzanine", "standard", 8, 24, 1.1),
-                ("Balcony", "value", 10, 22, 0.7)),
-    "club": (("VIP Lounge", "premium", 2, 15, 2.4), ("Balcony", "standard", 4, 20, 1.4),
-             ("General Admission", "value", 1, 300, 1.0)),
-    "amphitheater": (("Pit", "premium", 4, 40, 2.5), ("Reserved Seating", "standard", 30, 40, 1.4),
-                     ("Lawn", "value", 10, 200, 0.7)),
-}
+LAYOUTS = TEXTS["LAYOUTS"]
 
 # Invented performers: (name, genre, popularity 1-3). Popular acts play big rooms and sell out more.
-CONCERT_ACTS: tuple[tuple[str, str, int], ...] = (
-    ("The Velvet Lanterns", "indie rock", 3), ("Mara Quinn", "pop", 3), ("Northbound Static", "alternative rock", 2),
-    ("Lucia Reyes", "latin pop", 3), ("DJ Halcyon", "electronic", 2), ("The Copper Pines", "folk", 1),
-    ("Jasper Cole Band", "country", 2), ("Neon Harbor", "synth-pop", 2), ("Sierra Vale", "country", 3),
-    ("Brass Avenue", "jazz", 1), ("Kestrel and the Tide", "indie folk", 1), ("Orion Marsh", "r&b", 2),
-    ("The Midnight Orchards", "rock", 2), ("Ivy Calloway", "singer-songwriter", 1), ("Cobalt Youth", "punk", 1),
-    ("Solenne", "pop", 3), ("Ridgeline Revival", "bluegrass", 1), ("Zeke Harlan", "hip-hop", 2),
-)
+CONCERT_ACTS = TEXTS["CONCERT_ACTS"]
 TOUR_NAMES = ("Afterglow", "Long Way Home", "Paper Satellites", "Wildfire", "Neon Nights", "Open Roads",
               "Golden Hour", "Echoes", "Heartland", "Midnight Run", "Blue Skies", "Static Bloom")
 # (team, sport, home venue)
-TEAMS: tuple[tuple[str, str, str], ...] = (
-    ("New York Skyliners", "basketball", "Hudson River Arena"), ("Chicago Gales", "basketball", "Lakeshore Arena"),
-    ("Los Angeles Sunrays", "basketball", "Figueroa Arena"), ("Nashville Rhythm", "basketball", "Cumberland Arena"),
-    ("Seattle Orcas", "hockey", "Puget Sound Arena"), ("Boston Ironsides", "hockey", "Harborview Arena"),
-    ("Denver Peaks", "hockey", "Front Range Arena"), ("New York Empires", "baseball", "Queens Park Stadium"),
-    ("Chicago Southpaws", "baseball", "Southside Ballpark"), ("Seattle Harbormasters", "baseball", "Cascade Field"),
-)
-SHOWS: tuple[tuple[str, str], ...] = (
-    ("The Lighthouse Keeper", "musical"), ("Paper Moons", "musical"), ("A Winter in Verona", "drama"),
-    ("The Glass Orchard", "play"), ("Starlight Boulevard", "musical"),
-)
-COMEDIANS: tuple[tuple[str, str], ...] = (
-    ("Tobias Wren", "Overthinking It"), ("Gwen Alder", "Plot Twist"), ("Ray Okafor", "Dad Mode"),
-    ("Lila Marchetti", "No Notes"), ("Dana Whitlock", "Small Talk"), ("Marcus Bellamy", "Late Bloomer"),
-    ("Priya Lakshmanan", "Group Chat"),
-)
-FAMILY_SHOWS: tuple[tuple[str, str], ...] = (
-    ("Circus Aurora", "circus"), ("Dino Quest Live", "kids show"), ("The Bubble Science Show", "science show"),
-    ("Starlit Ice Spectacular", "ice show"),
-)
+TEAMS = TEXTS["TEAMS"]
+SHOWS = TEXTS["SHOWS"]
+COMEDIANS = TEXTS["COMEDIANS"]
+FAMILY_SHOWS = TEXTS["FAMILY_SHOWS"]
 BASE_PRICE = {"concert": 62, "sports": 38, "theater": 74, "comedy": 36, "family": 28}
 
 

@@ -21,14 +21,15 @@ from toolgym.envs.apps.tickets.rules import (
     order_code,
     transfer_code,
 )
-from toolgym.envs.context import resolve_date
-from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
+from toolgym.envs.kit.row_checks import field_is, has_row, inserted, updated
+from toolgym.schema import Check, ExpectedChange
 
 NOUN = {"concert": "show", "sports": "game", "theater": "performance", "comedy": "show", "family": "show"}
 KIND = {"concert": "concert", "sports": "game", "theater": "theater show", "comedy": "comedy show",
         "family": "family show"}
 KIND_PLURAL = {"concert": "concerts", "sports": "games", "theater": "theater shows", "comedy": "comedy shows",
                "family": "family shows"}
+RELATIVE_KINDS = ("tomorrow", "today", "this_weekday", "next_weekday")  # one draw picks one
 NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 
 
@@ -79,22 +80,13 @@ def next_transfer(world: World, offset: int = 1) -> tuple[int, str]:
     return rowid, transfer_code(rowid)
 
 
-def relative_day(rng: random.Random, day: dt.date) -> tuple[str, str, dt.date] | None:
+def day_said(rng: random.Random, day: dt.date) -> tuple[str, str, dt.date] | None:
     """(prompt phrase, tool date argument, CURRENT_DATE) that make a relative phrase mean exactly `day`."""
-    weekday = day.strftime("%A")
-    kind = rng.randrange(4)
-    if kind == 0:
-        phrase, argument, today = "tomorrow", "tomorrow", day - dt.timedelta(days=1)
-    elif kind == 1:
-        phrase, argument, today = "today", "today", day
-    elif kind == 2:
-        phrase, argument, today = f"this {weekday}", weekday, day - dt.timedelta(days=rng.randint(1, 6))
-    else:
-        phrase, argument, today = f"next {weekday}", f"next {weekday}", day - dt.timedelta(days=rng.randint(1, 7))
-    if not kit.FIRST_DAY <= today <= kit.LAST_DAY:
+    relative = kit.relative_day(rng, day, RELATIVE_KINDS)
+    if relative is None:
         return None
-    assert resolve_date(argument, today) == day
-    return phrase, argument, today
+    phrase, today = relative
+    return phrase, phrase.removeprefix("this "), today
 
 
 # ---------------------------------------------------------------- checks
@@ -110,17 +102,16 @@ def purchase_checks(
     if payment_method_id is not None:
         where["payment_method_id"] = payment_method_id
     checks: list[Check] = [
-        RowExists(table="orders", where=where, count=1, weight=weight,
-                  label=f"bought {kit.plural(quantity, 'ticket')} in {section['name']} of event {event_id}"),
-        FieldEquals(table="sections", where={"id": section["id"]}, field="seats_available",
-                    value=section["seats_available"] - quantity, weight=1.0, label="seats taken from the section"),
-        RowExists(table="tickets", where={"order_id": order_id, "section_id": section["id"], "holder_id": user_id},
-                  count=quantity, weight=1.0, label=f"{kit.plural(quantity, 'ticket')} issued to the buyer"),
+        has_row("orders", where, f"bought {kit.plural(quantity, 'ticket')} in {section['name']} of event {event_id}", weight=weight, count=1),
+        field_is("sections", {"id": section["id"]},
+                "seats_available", section["seats_available"] - quantity, "seats taken from the section", weight=1.0),
+        has_row("tickets", {"order_id": order_id, "section_id": section["id"], "holder_id": user_id},
+                f"{kit.plural(quantity, 'ticket')} issued to the buyer", weight=1.0, count=quantity),
     ]
     expected = [
-        ExpectedChange(table="orders", op="insert", where={"user_id": user_id, "event_id": event_id}),
-        ExpectedChange(table="tickets", op="insert", where={"order_id": order_id}),
-        ExpectedChange(table="sections", op="update", where={"id": section["id"]}, fields=["seats_available"]),
+        inserted("orders", {"user_id": user_id, "event_id": event_id}),
+        inserted("tickets", {"order_id": order_id}),
+        updated("sections", {"id": section["id"]}, ["seats_available"]),
     ]
     return checks, expected
 
@@ -130,12 +121,10 @@ def transfer_checks(
 ) -> tuple[list[Check], list[ExpectedChange]]:
     """Checks of one new pending transfer and its tickets, and the diff entry of the transfer row."""
     checks: list[Check] = [
-        RowExists(table="transfers", where={"order_id": order_id, "from_user_id": from_id, "to_user_id": to_user["id"],
-                                            "ticket_count": count, "status": "pending"}, count=1, weight=weight,
-                  label=f"{kit.plural(count, 'ticket')} sent to {to_user['username']}"),
-        RowExists(table="tickets", where={"order_id": order_id, "transfer_id": transfer_id,
-                                          "status": "transfer_pending"},
-                  count=count, weight=1.0, label="the sent tickets are pending transfer"),
+        has_row("transfers", {"order_id": order_id, "from_user_id": from_id, "to_user_id": to_user["id"], "ticket_count": count, "status": "pending"},
+                f"{kit.plural(count, 'ticket')} sent to {to_user['username']}", weight=weight, count=1),
+        has_row("tickets", {"order_id": order_id, "transfer_id": transfer_id, "status": "transfer_pending"},
+                "the sent tickets are pending transfer", weight=1.0, count=count),
     ]
-    expected = [ExpectedChange(table="transfers", op="insert", where={"order_id": order_id, "to_user_id": to_user["id"]})]
+    expected = [inserted("transfers", {"order_id": order_id, "to_user_id": to_user["id"]})]
     return checks, expected

@@ -13,18 +13,21 @@ from toolgym.envs.apps.tickets.task_common import (
     NOUN,
     NUMBER_WORDS,
     buyers,
+    day_said,
     next_order,
     next_transfer,
     only_event,
     other_users,
     pick_event,
-    relative_day,
     seats_left_after,
     sections_of,
     transfer_checks,
 )
 from toolgym.envs.apps.tickets.task_common import purchase_checks as _purchase_checks
-from toolgym.schema import Check, RowExists
+from toolgym.envs.kit.row_checks import has_row
+from toolgym.schema import Check
+
+TEXTS = kit.module_texts(__file__)
 
 CARD_NAMES = {"visa": "Visa", "mastercard": "Mastercard", "amex": "Amex", "paypal": "PayPal"}
 
@@ -46,12 +49,7 @@ def _party(count: int) -> str:
     return kit.plural(count, "ticket")
 
 
-BUY_SECTION = (
-    "Buy {tickets} in {section} for {performer} on {date}{pay}.",
-    "I'd like {tickets} in the {section} section for {title} at {venue} on {human}{pay}.",
-    "Get me {tickets} in {section} for {performer} in {city} on {date}{pay}, please.",
-    "{performer}, {date}, {venue}: book {tickets} in {section}{pay}.",
-)
+BUY_SECTION = TEXTS["BUY_SECTION"]
 
 
 def buy_section_tickets(rng: random.Random, world: World) -> TaskDraft | None:
@@ -104,14 +102,7 @@ def buy_section_tickets(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-EARLIEST_UNDER_BUDGET = (
-    "Buy {tickets} for the earliest {performer} {noun} where I can get them for at most ${budget} each; take the "
-    "cheapest section that has room for all of them.",
-    "I want to catch {performer} as soon as possible, but I won't pay more than ${budget} per ticket. Get "
-    "{tickets} in the cheapest section with enough seats at the first {noun} that fits.",
-    "Find the soonest upcoming {performer} {noun} with {count} seats left in one section at ${budget} or less per "
-    "ticket, and buy {tickets} in the cheapest such section.",
-)
+EARLIEST_UNDER_BUDGET = TEXTS["EARLIEST_UNDER_BUDGET"]
 
 
 def earliest_show_under_budget(rng: random.Random, world: World) -> TaskDraft | None:
@@ -168,14 +159,7 @@ def earliest_show_under_budget(rng: random.Random, world: World) -> TaskDraft | 
     )
 
 
-BEST_WITHIN_BUDGET = (
-    "I have ${total} to spend on {tickets} for {performer} on {date}. Buy the best seats that fit: the priciest "
-    "section where the {count} tickets together stay within that.",
-    "Get {tickets} to {title} on {human}, no more than ${total} altogether. Pick the most expensive section that "
-    "fits the budget.",
-    "Budget: ${total} total for {count} seats at {performer} ({venue}, {date}). Upgrade as far as the budget allows "
-    "and buy them.",
-)
+BEST_WITHIN_BUDGET = TEXTS["BEST_WITHIN_BUDGET"]
 
 
 def best_section_within_budget(rng: random.Random, world: World) -> TaskDraft | None:
@@ -222,14 +206,7 @@ def best_section_within_budget(rng: random.Random, world: World) -> TaskDraft | 
     )
 
 
-BUY_AND_TRANSFER = (
-    "Buy {tickets} in the cheapest section that has room for all of them for {performer} on {date}, then send "
-    "{give} of them to my friend {friend_name} (username {friend}).",
-    "Get {count} seats for {title} on {human}, in the cheapest section that still has {count} left, and transfer "
-    "{give} to {friend}.",
-    "{friend_name} and I are going to {performer} on {date}. Buy 2 of the cheapest tickets that are together in "
-    "one section and send one to them (their username is {friend}).",
-)
+BUY_AND_TRANSFER = TEXTS["BUY_AND_TRANSFER"]
 
 
 def buy_and_transfer(rng: random.Random, world: World) -> TaskDraft | None:
@@ -279,14 +256,7 @@ def buy_and_transfer(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-SPLIT = (
-    "Buy {count} tickets in {section} for {performer} on {date}. Send {k1} to {f1_name} ({f1}) and {k2} to "
-    "{f2_name} ({f2}); I keep the rest.",
-    "I'm taking friends to {title} on {human}: get {count} {section} seats, transfer {k1} to {f1} and {k2} to "
-    "{f2}, and keep {keep} for me.",
-    "{section}, {count} tickets, {performer} on {date}. Then split them: {k1} for {f1_name} (username {f1}), "
-    "{k2} for {f2_name} (username {f2}), the rest stay with me.",
-)
+SPLIT = TEXTS["SPLIT"]
 
 
 def split_between_friends(rng: random.Random, world: World) -> TaskDraft | None:
@@ -316,10 +286,10 @@ def split_between_friends(rng: random.Random, world: World) -> TaskDraft | None:
     second_checks, second_expected = transfer_checks(order_id, user["id"], second, k2, 0)
     split: list[Check] = [
         first_checks[0], second_checks[0],  # the ticket checks by transfer id would depend on the call order
-        RowExists(table="tickets", where={"order_id": order_id, "status": "transfer_pending"}, count=k1 + k2,
-                  weight=1.0, label=f"{k1 + k2} tickets pending transfer"),
-        RowExists(table="tickets", where={"order_id": order_id, "status": "valid", "holder_id": user["id"]},
-                  count=keep, weight=1.0, label=f"{keep} ticket(s) kept"),
+        has_row("tickets", {"order_id": order_id, "status": "transfer_pending"},
+                f"{k1 + k2} tickets pending transfer", weight=1.0, count=k1 + k2),
+        has_row("tickets", {"order_id": order_id, "status": "valid", "holder_id": user["id"]},
+                f"{keep} ticket(s) kept", weight=1.0, count=keep),
     ]
     codes = [next_transfer(world, 1)[1], next_transfer(world, 2)[1]]
     return TaskDraft(
@@ -342,11 +312,7 @@ def split_between_friends(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-CHEAPEST_ON_DAY = (
-    "Get me {tickets_words} for the {kind} in {city} {when}, the cheapest ones available.",
-    "There's a {kind} in {city} {when}, right? Buy {tickets} in the cheapest section that still has {count} seats.",
-    "{When} I'm in {city} and want to see the {kind} there. Book {tickets} at the lowest price.",
-)
+CHEAPEST_ON_DAY = TEXTS["CHEAPEST_ON_DAY"]
 
 
 def buy_cheapest_relative_day(rng: random.Random, world: World) -> TaskDraft | None:
@@ -356,7 +322,7 @@ def buy_cheapest_relative_day(rng: random.Random, world: World) -> TaskDraft | N
         "JOIN performers p ON p.id = e.performer_id GROUP BY v.city, p.category, e.date HAVING COUNT(*) = 1 "
         "ORDER BY v.city, p.category, e.date")
     group = rng.choice(groups)
-    relative = relative_day(rng, kit.day_of(group["date"]))
+    relative = day_said(rng, kit.day_of(group["date"]))
     if relative is None:
         return None
     when, argument, today = relative

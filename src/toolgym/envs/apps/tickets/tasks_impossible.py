@@ -9,16 +9,10 @@ from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.tickets.task_common import NOUN, buyers, only_event, pick_event, sections_of
 from toolgym.envs.apps.tickets.tasks_mine import pick_order
 
-SECTION_SHORT = (
-    "Buy {tickets} in {section} for {performer} on {date}.",
-    "I need {tickets} in the {section} section for {title} on {human}. Please book them.",
-    "Get {count} {section} seats for {performer} at {venue} on {date}.",
-)
-EVENT_UNAVAILABLE = (
-    "Get me {tickets} for {performer} on {date}, any section.",
-    "Book {tickets} for {title} at {venue} on {human}.",
-    "I'd like {count} seats for the {performer} {noun} on {date}, whatever is cheapest.",
-)
+TEXTS = kit.module_texts(__file__)
+
+SECTION_SHORT = TEXTS["SECTION_SHORT"]
+EVENT_UNAVAILABLE = TEXTS["EVENT_UNAVAILABLE"]
 
 
 def unavailable_seats_impossible(rng: random.Random, world: World) -> TaskDraft | None:
@@ -72,11 +66,7 @@ def unavailable_seats_impossible(rng: random.Random, world: World) -> TaskDraft 
     )
 
 
-OVER_LIMIT = (
-    "Buy {count} tickets in {section} for {performer} on {date}; it's for my whole group.",
-    "I need {count} seats in {section} for {title} on {human}, all in one order.",
-    "Get {count} {section} tickets for {performer} at {venue} on {date}, please.",
-)
+OVER_LIMIT = TEXTS["OVER_LIMIT"]
 
 
 def over_limit_impossible(rng: random.Random, world: World) -> TaskDraft | None:
@@ -110,12 +100,7 @@ def over_limit_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-REFUND_LIVE = (
-    "Refund my tickets for {performer} on {date}.",
-    "I can't go to {title} on {human} anymore. Please refund my order.",
-    "Get me my money back for the {performer} {noun} at {venue} on {date}.",
-    "Please refund order {code}.",
-)
+REFUND_LIVE = TEXTS["REFUND_LIVE"]
 
 
 def refund_not_cancelled_impossible(rng: random.Random, world: World) -> TaskDraft | None:

@@ -13,19 +13,15 @@ from toolgym.envs.apps.tickets.task_common import (
     KIND_PLURAL,
     NOUN,
     buyers,
+    day_said,
     only_event,
     pick_event,
-    relative_day,
     sections_of,
 )
 
-CHEAPEST_SECTION = (
-    "What's the cheapest section still available for {performer} at {venue} on {date}, and what does a ticket "
-    "cost there?",
-    "I'm looking at {title} on {human}. Which section has the lowest ticket price with seats left, and how much is it?",
-    "How much is the cheapest ticket I can still buy for {performer} in {city} on {date}? Name the section too.",
-    "{performer}, {date}: what's the least I can pay per ticket, and in which section?",
-)
+TEXTS = kit.module_texts(__file__)
+
+CHEAPEST_SECTION = TEXTS["CHEAPEST_SECTION"]
 
 
 def cheapest_section_lookup(rng: random.Random, world: World) -> TaskDraft | None:
@@ -57,15 +53,8 @@ def cheapest_section_lookup(rng: random.Random, world: World) -> TaskDraft | Non
     )
 
 
-NEXT_SHOW = (
-    "When and where is {performer} playing next?",
-    "What's the date and venue of the next {performer} {noun}?",
-    "I want to see {performer} live. When's the next {noun}, and where is it?",
-)
-NEXT_SHOW_IN_CITY = (
-    "Is {performer} coming to {city} soon? Tell me the date and the venue.",
-    "When is {performer} next in {city}, and at which venue?",
-)
+NEXT_SHOW = TEXTS["NEXT_SHOW"]
+NEXT_SHOW_IN_CITY = TEXTS["NEXT_SHOW_IN_CITY"]
 
 
 def next_show_lookup(rng: random.Random, world: World) -> TaskDraft | None:
@@ -104,19 +93,9 @@ def next_show_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-MY_NEXT = (
-    "What's my next event, and where is it?",
-    "When is the next show I have tickets for, and at which venue?",
-    "Which event am I going to next? Give me the date and the venue.",
-)
-MY_SEATS = (
-    "Which section are my {performer} tickets in, and how many do I have?",
-    "How many tickets did I buy for {performer} on {date}, and in what section?",
-)
-MY_CODE = (
-    "What's the order code for my {performer} tickets?",
-    "I need the confirmation code of my order for {title} on {date}.",
-)
+MY_NEXT = TEXTS["MY_NEXT"]
+MY_SEATS = TEXTS["MY_SEATS"]
+MY_CODE = TEXTS["MY_CODE"]
 
 
 def _my_upcoming(world: World, user_id: int, today: str) -> list[dict[str, Any]]:
@@ -183,12 +162,7 @@ def my_orders_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-DAY_EVENTS = (
-    "What {kinds} are on in {city} {when}?",
-    "I'm in {city} {when}. Which {kinds} could I go to, and when do they start?",
-    "List the {kinds} in {city} {when}, with their venues.",
-    "Anything happening in {city} {when}? I'm only interested in {kinds}.",
-)
+DAY_EVENTS = TEXTS["DAY_EVENTS"]
 
 
 def day_events_lookup(rng: random.Random, world: World) -> TaskDraft | None:
@@ -198,7 +172,7 @@ def day_events_lookup(rng: random.Random, world: World) -> TaskDraft | None:
         "JOIN performers p ON p.id = e.performer_id GROUP BY v.city, p.category, e.date "
         "HAVING COUNT(*) <= 3 ORDER BY v.city, p.category, e.date")
     group = rng.choice(groups)
-    relative = relative_day(rng, kit.day_of(group["date"]))
+    relative = day_said(rng, kit.day_of(group["date"]))
     if relative is None:
         return None
     when, argument, today = relative

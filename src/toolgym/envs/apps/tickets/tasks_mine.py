@@ -8,7 +8,10 @@ from typing import Any
 
 from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.tickets.task_common import NOUN
-from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
+from toolgym.envs.kit.row_checks import field_is, has_row, updated
+from toolgym.schema import Check
+
+TEXTS = kit.module_texts(__file__)
 
 TRANSFER_ROWS = (
     "SELECT x.*, e.id AS event_id, e.title, e.date, e.status AS event_status, p.name AS performer, "
@@ -34,12 +37,7 @@ def _are(count: int) -> str:
     return "is" if count == 1 else "are"
 
 
-ACCEPT = (
-    "{sender} sent me tickets for {performer}. Please accept them.",
-    "Accept the pending ticket transfer from {sender}.",
-    "I have {tickets} waiting from {sender} for {title} on {date}; accept the transfer for me.",
-    "Can you accept the {performer} tickets {sender_first} transferred to me?",
-)
+ACCEPT = TEXTS["ACCEPT"]
 
 
 def accept_transfer(rng: random.Random, world: World) -> TaskDraft | None:
@@ -57,16 +55,14 @@ def accept_transfer(rng: random.Random, world: World) -> TaskDraft | None:
         performer=transfer["performer"], tickets=kit.plural(transfer["ticket_count"], "ticket"),
         title=transfer["title"], date=transfer["date"])
     checks: list[Check] = [
-        FieldEquals(table="transfers", where={"id": transfer["id"]}, field="status", value="accepted", weight=3.0,
-                    label=f"transfer {transfer['code']} accepted"),
-        RowExists(table="tickets", where={"transfer_id": transfer["id"], "holder_id": transfer["to_user_id"],
-                                          "status": "valid"}, count=transfer["ticket_count"], weight=1.0,
-                  label="the tickets now belong to the user"),
+        field_is("transfers", {"id": transfer["id"]},
+                "status", "accepted", f"transfer {transfer['code']} accepted", weight=3.0),
+        has_row("tickets", {"transfer_id": transfer["id"], "holder_id": transfer["to_user_id"], "status": "valid"},
+                "the tickets now belong to the user", weight=1.0, count=transfer["ticket_count"]),
     ]
     expected = [
-        ExpectedChange(table="transfers", op="update", where={"id": transfer["id"]}, fields=["status", "responded_on"]),
-        ExpectedChange(table="tickets", op="update", where={"transfer_id": transfer["id"]},
-                       fields=["holder_id", "status"]),
+        updated("transfers", {"id": transfer["id"]}, ["status", "responded_on"]),
+        updated("tickets", {"transfer_id": transfer["id"]}, ["holder_id", "status"]),
     ]
     return TaskDraft(
         prompt=prompt,
@@ -82,12 +78,7 @@ def accept_transfer(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-CANCEL_TRANSFER = (
-    "Cancel the ticket transfer I sent to {recipient}.",
-    "{recipient_first} can't make it to {performer} on {date} after all. Take back the tickets I sent them.",
-    "Please revoke my pending transfer of {title} tickets to {recipient}.",
-    "I sent {tickets} to {recipient} by mistake; cancel that transfer.",
-)
+CANCEL_TRANSFER = TEXTS["CANCEL_TRANSFER"]
 
 
 def cancel_sent_transfer(rng: random.Random, world: World) -> TaskDraft | None:
@@ -108,16 +99,14 @@ def cancel_sent_transfer(rng: random.Random, world: World) -> TaskDraft | None:
         performer=transfer["performer"], date=transfer["date"], title=transfer["title"],
         tickets=kit.plural(transfer["ticket_count"], "ticket"))
     checks: list[Check] = [
-        FieldEquals(table="transfers", where={"id": transfer["id"]}, field="status", value="cancelled", weight=3.0,
-                    label=f"transfer {transfer['code']} cancelled"),
-        RowExists(table="tickets", where={"order_id": transfer["order_id"], "holder_id": transfer["from_user_id"],
-                                          "status": "valid"}, count=held["n"] + transfer["ticket_count"], weight=1.0,
-                  label="the tickets are back with the user"),
+        field_is("transfers", {"id": transfer["id"]},
+                "status", "cancelled", f"transfer {transfer['code']} cancelled", weight=3.0),
+        has_row("tickets", {"order_id": transfer["order_id"], "holder_id": transfer["from_user_id"], "status": "valid"},
+                "the tickets are back with the user", weight=1.0, count=held["n"] + transfer["ticket_count"]),
     ]
     expected = [
-        ExpectedChange(table="transfers", op="update", where={"id": transfer["id"]}, fields=["status", "responded_on"]),
-        ExpectedChange(table="tickets", op="update", where={"order_id": transfer["order_id"]},
-                       fields=["status", "transfer_id"]),
+        updated("transfers", {"id": transfer["id"]}, ["status", "responded_on"]),
+        updated("tickets", {"order_id": transfer["order_id"]}, ["status", "transfer_id"]),
     ]
     return TaskDraft(
         prompt=prompt,
@@ -158,14 +147,7 @@ def pick_order(
     return None if today is None else (order, today)
 
 
-REFUND = (
-    "The {performer} {noun} on {date} was cancelled. Please get me a refund.",
-    "Request a refund for my tickets to {title} at {venue}; the event got cancelled.",
-    "{performer} cancelled the {city} date on {human}. I want my money back for that order.",
-    "My {performer} tickets for {date} are for a cancelled show. Refund the order, please.",
-    "I bought {tickets} for {title} on {date} and the event was called off. Refund them.",
-    "Please refund order {code}; that {performer} {noun} was cancelled.",
-)
+REFUND = TEXTS["REFUND"]
 
 
 def refund_cancelled_event(rng: random.Random, world: World) -> TaskDraft | None:
@@ -183,14 +165,13 @@ def refund_cancelled_event(rng: random.Random, world: World) -> TaskDraft | None
     lookup = (kit.call("get_ticket_order", order_code=order["code"]) if phrasing == len(REFUND) - 1
               else kit.call("list_my_ticket_orders"))
     checks: list[Check] = [
-        FieldEquals(table="orders", where={"id": order["id"]}, field="status", value="refunded", weight=3.0,
-                    label=f"order {order['code']} refunded"),
-        RowExists(table="tickets", where={"order_id": order["id"], "status": "refunded"}, count=order["quantity"],
-                  weight=1.0, label="the order's tickets are void"),
+        field_is("orders", {"id": order["id"]}, "status", "refunded", f"order {order['code']} refunded", weight=3.0),
+        has_row("tickets", {"order_id": order["id"], "status": "refunded"},
+                "the order's tickets are void", weight=1.0, count=order["quantity"]),
     ]
     expected = [
-        ExpectedChange(table="orders", op="update", where={"id": order["id"]}, fields=["status", "refunded_on"]),
-        ExpectedChange(table="tickets", op="update", where={"order_id": order["id"]}, fields=["status"]),
+        updated("orders", {"id": order["id"]}, ["status", "refunded_on"]),
+        updated("tickets", {"order_id": order["id"]}, ["status"]),
     ]
     return TaskDraft(
         prompt=prompt,
