@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
+import sqlite3
+from pathlib import Path
 
 import pytest
 
-from toolgym.envs import kit
+from toolgym.envs import ToolContext, ToolError, kit, resolve_date
+from toolgym.envs.context import EnvContext
 from toolgym.envs.examples.toy import APP
 from toolgym.schema import AnswerContains, DiffOnly, ToolNotCalled
 
@@ -79,3 +83,59 @@ def test_the_seed_reader_runs_tools_and_next_id_predicts_the_new_row() -> None:
     assert notes and all(isinstance(n["id"], int) for n in notes)
     assert kit.next_id(world, "notes") == 7 and kit.next_id(world, "notes", 2) == 8
     assert kit.call("add_note", title="x", due=None).arguments == {"title": "x"}
+
+
+def test_where_adds_only_the_filters_given_and_keeps_parameters_in_step() -> None:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE homes (id INTEGER PRIMARY KEY, city TEXT, beds INTEGER, price INTEGER)")
+    db.executemany("INSERT INTO homes(city, beds, price) VALUES (?, ?, ?)",
+                   [("Austin", 2, 300), ("Austin", 4, 500), ("Boston", 4, 900)])
+    assert kit.Where().sql == "1=1" and kit.Where().params == []
+    where = kit.Where("city=?", params=["Austin"]).when(None, "price<=?").when(3, "beds>=?")
+    assert where.sql == "city=? AND beds>=?" and where.params == ["Austin", 3]
+    where.add("price BETWEEN ? AND ?", 100, 600)
+    found = db.execute(f"SELECT id FROM homes WHERE {where.sql} ORDER BY id", where.params).fetchall()
+    assert found == [(2,)]
+
+
+def test_module_texts_reads_the_json_beside_a_module_with_arrays_as_tuples(tmp_path: Path) -> None:
+    (tmp_path / "texts").mkdir()
+    texts = {"ASK": ["a {x}", "b {x}"], "BY_KIND": {"bug": [["Fix", 2]]}, "N": 3}
+    (tmp_path / "texts" / "tasks_demo.json").write_text(json.dumps(texts), encoding="utf-8")
+    loaded = kit.module_texts(str(tmp_path / "tasks_demo.py"))
+    assert loaded == {"ASK": ("a {x}", "b {x}"), "BY_KIND": {"bug": (("Fix", 2),)}, "N": 3}
+    assert list(loaded) == ["ASK", "BY_KIND", "N"]  # file order, so draws over keys stay the same
+    with pytest.raises(FileNotFoundError):
+        kit.module_texts(str(tmp_path / "tasks_other.py"))
+
+
+def test_relative_day_phrases_mean_the_day_on_the_today_returned() -> None:
+    rng = random.Random(5)
+    day = dt.date(2026, 6, 19)
+    kinds = ("tomorrow", "today", "in_days", "next_weekday", "this_weekday")
+    seen = set()
+    for _ in range(200):
+        drawn = kit.relative_day(rng, day, kinds, max_in_days=10, this_lead=(0, 6))
+        if drawn is not None:
+            phrase, today = drawn
+            assert resolve_date(phrase, today) == day and kit.FIRST_DAY <= today <= day
+            seen.add(phrase.split()[0])
+    assert seen == {"tomorrow", "today", "in", "next", "this"}
+    assert kit.relative_day(rng, kit.FIRST_DAY, ("tomorrow",)) is None  # the day before is outside the window
+
+
+def test_directory_member_needs_the_account_and_names_what_is_missing() -> None:
+    db = sqlite3.connect(":memory:")
+    db.row_factory = sqlite3.Row
+    db.execute("CREATE TABLE users (username TEXT, name TEXT, has_mailbox INTEGER)")
+    db.executemany("INSERT INTO users VALUES (?, ?, ?)", [("ana", "Ana", 1), ("bo", "Bo", 0)])
+
+    def member(username: str) -> dict:
+        ctx = ToolContext(db=db, env=EnvContext({"LOGGED_IN_USER": username}), app=APP)
+        return kit.directory_member(ctx, "username, name", "has_mailbox", "mailbox")
+
+    assert dict(member("ana")) == {"username": "ana", "name": "Ana", "has_mailbox": 1}
+    with pytest.raises(ToolError, match="user 'bo' has no mailbox in this organisation"):
+        member("bo")
+    with pytest.raises(ToolError, match="the logged-in user 'cy' is not in the directory"):
+        member("cy")

@@ -57,13 +57,13 @@ def evaluate(
     """Run T trials × N samples of every task (and a greedy pass), then print the tables."""
     if ctx.invoked_subcommand is not None:
         return
+    from toolgym.cli.runnable_tasks import load_runnable_tasks
     from toolgym.config import ConfigError, load_config
     from toolgym.dataset.manifest import sha256_file
     from toolgym.eval.evaluate import EvalConfig, run_eval
     from toolgym.eval.tables import summary_tables
     from toolgym.policy.spec import make_policy
     from toolgym.rollout.runner import RolloutError
-    from toolgym.rollout.tasks import load_tasks
 
     if "ks" in values:
         values["ks"] = sorted(set(values["ks"]))  # --k 4,1,4 reads as 1,4
@@ -77,16 +77,10 @@ def evaluate(
     policy, out = settings.policy, Path(settings.out)
     eval_config = EvalConfig.model_validate(settings.model_dump(include=set(EvalConfig.model_fields)))
     try:
-        tasks_path, selected = load_tasks(Path(settings.tasks), split=settings.split, envs=settings.envs,
-                                          limit=settings.limit)
+        tasks_path, selected = load_runnable_tasks(Path(settings.tasks), split=settings.split, envs=settings.envs,
+                                                   limit=settings.limit, trust_verifiers=trust_verifiers)
     except (FileNotFoundError, ValueError) as exc:
         raise _fail(str(exc)) from exc
-    if not selected:
-        env = ",".join(settings.envs) if settings.envs else None
-        raise _fail(f"no tasks in {tasks_path} match split={settings.split} env={env}")
-    refused = verifier_refusal(tasks_have_verifiers(selected), trust_verifiers)
-    if refused:
-        raise _fail(refused)
     for warning in eval_config.warnings():
         console.print(f"[yellow]warning:[/yellow] {warning}")
     hf_kwargs = {"max_batch_size": settings.max_batch_size} if policy.startswith("hf:") else {}

@@ -39,13 +39,12 @@ def rollout(
 ) -> None:
     """Run episodes of every selected task; one durable row per (task, sample) in results.jsonl."""
     from toolgym.agent.users import ScriptedUserSimulator  # heavy (agent, envs): load on use
+    from toolgym.cli.runnable_tasks import load_runnable_tasks
     from toolgym.config import ConfigError, load_config
     from toolgym.dataset.manifest import sha256_file
     from toolgym.policy.base import SamplingParams
     from toolgym.policy.spec import make_policy
     from toolgym.rollout.runner import RolloutError, RolloutInterrupted, run_rollout, run_until_signalled
-    from toolgym.rollout.tasks import load_tasks
-    from toolgym.verify.isolation import tasks_have_verifiers, verifier_refusal
 
     try:
         settings = load_config(RolloutConfig, config, overrides, values)
@@ -56,15 +55,10 @@ def rollout(
     policy, out = settings.policy, Path(settings.out)
     env = ",".join(settings.envs) if settings.envs else None  # as the manifest has always recorded it
     try:
-        tasks_path, selected = load_tasks(Path(settings.tasks), split=settings.split, envs=settings.envs,
-                                          limit=settings.limit)
+        tasks_path, selected = load_runnable_tasks(Path(settings.tasks), split=settings.split, envs=settings.envs,
+                                                   limit=settings.limit, trust_verifiers=trust_verifiers)
     except (FileNotFoundError, ValueError) as exc:
         raise _fail(str(exc)) from exc
-    if not selected:
-        raise _fail(f"no tasks in {tasks_path} match split={settings.split} env={env}")
-    refused = verifier_refusal(tasks_have_verifiers(selected), trust_verifiers)
-    if refused:
-        raise _fail(refused)
     simulator = ScriptedUserSimulator() if settings.user_simulator == "scripted" else None
     env_factory = None
     if settings.env_mcp:

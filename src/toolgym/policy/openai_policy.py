@@ -8,7 +8,6 @@ cannot deliver (connection refused, 5xx after retries, a malformed body) is a Po
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -17,6 +16,7 @@ import openai
 
 from toolgym.chat.render import PromptStyle, load_prompt_style
 from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError, SamplingParams
+from toolgym.policy.openai_client import LoopBoundClient
 from toolgym.schema import Message, ToolCall
 
 Mode = Literal["chat", "token"]
@@ -136,20 +136,12 @@ class OpenAIPolicy(Policy):
             from transformers import AutoTokenizer
 
             self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir), local_files_only=True)
-        self._client_options: dict[str, Any] = {
-            "base_url": base_url, "api_key": api_key, "timeout": timeout_s, "max_retries": max_retries,
-        }
-        self._client: openai.AsyncOpenAI | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._clients = LoopBoundClient(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=max_retries)
 
     @property
     def client(self) -> openai.AsyncOpenAI:
-        """One client per event loop: its pooled connections belong to the loop that opened them."""
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = openai.AsyncOpenAI(**self._client_options)
-            self._client_loop = loop
-        return self._client
+        """The running loop's client: pooled connections belong to the loop that opened them."""
+        return self._clients.get()
 
     async def generate(self, request: GenerationRequest) -> Generation:
         try:
@@ -205,9 +197,7 @@ class OpenAIPolicy(Policy):
         return chat_message_to_generation(choice.message, choice.finish_reason)
 
     async def close(self) -> None:
-        if self._client is not None and self._client_loop is asyncio.get_running_loop():
-            await self._client.close()
-        self._client, self._client_loop = None, None
+        await self._clients.close()
 
 
 def _error_detail(exc: openai.APIStatusError) -> str:

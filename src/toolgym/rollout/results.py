@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.schema import Episode, Message, Task, TrainingSample
-from toolgym.schema.jsonl import JsonlError, dumps, jsonable, parse_line
+from toolgym.schema.jsonl import JsonlError, dumps, iter_json_rows, jsonable
 
 RESULTS_FILE = "results.jsonl"
 ROW_SCHEMA_VERSION = "toolgym.rollout_row/1"
@@ -187,18 +187,10 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     rows: list[dict[str, Any]] = []
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            if not raw.endswith(b"\n"):
-                raise JsonlError(path, number, "last line is cut off (run was killed mid-write); resume repairs it")
-            row = parse_line(path, number, raw)
-            if isinstance(row, JsonlError):
-                raise row
-            if "task_id" not in row or "sample_index" not in row:
-                raise JsonlError(path, number, "not a results row (needs task_id and sample_index)")
-            rows.append(row)
+    for number, row in iter_json_rows(path, cut_off="last line is cut off (run was killed mid-write); resume repairs it"):
+        if "task_id" not in row or "sample_index" not in row:
+            raise JsonlError(path, number, "not a results row (needs task_id and sample_index)")
+        rows.append(row)
     return rows
 
 

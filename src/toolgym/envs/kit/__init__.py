@@ -3,17 +3,21 @@
 Apps use it as `from toolgym.envs import kit` and `kit.call(...)`; docs/adding-an-app.md lists it in full.
 
 - dates: the CURRENT_DATE window (`FIRST_DAY`..`LAST_DAY`), `random_day`, `day_in_window`, `today_before`,
-  `human_date` ('May 3', 'Sunday, May 3', 'May 3, 2026');
+  `human_date` ('May 3', 'Sunday, May 3', 'May 3, 2026'), `relative_day` ('next Friday' and a
+  CURRENT_DATE on which it means that day);
 - phrasing: `phrase` / `pick_phrasing` (a wording and its index), `plural`, `names_list`, `with_article`,
   `money`, `clock`;
 - picks: `pick` (a row or None), `unique_best` (a clear winner or None), `next_id`, `user_by_id`,
   `env_vars` / `env_for` / `env_for_username`;
 - calls: `call` (a gold ToolCall) and `SeedReader` (an app's tools run on the read-only seed);
 - checks: `diff_only`, `answer_has`, `lookup_checks`, `impossible_checks`;
-- tooling (for tools): `date_arg`, `logged_in_user`, `payment_method`;
+- tooling (for tools): `date_arg`, `logged_in_user` (or `directory_member` in an organisation's apps),
+  `payment_method`;
 - seeding (for schema.py and data.py): `named_rows`, `insert_population` into `POPULATION_USERS_TABLE`,
   `insert_cards` into `CARDS_TABLE`;
-- package: `PackagedApp` and `read_policy`: an app package declares its parts, the kit wires them.
+- package: `PackagedApp` and `read_policy`: an app package declares its parts, the kit wires them;
+- sql (for tools): `Where`, a WHERE clause from optional filters (`when(value, condition)`: one line a filter);
+- texts: `module_texts(__file__)`, a module's prompt templates and word lists from `texts/<module>.json`.
 """
 
 from toolgym.envs.kit.calls import SeedReader, call
@@ -27,6 +31,7 @@ from toolgym.envs.kit.dates import (
     human_date,
     iso,
     random_day,
+    relative_day,
     today_before,
 )
 from toolgym.envs.kit.package import PackagedApp, read_policy
@@ -39,7 +44,9 @@ from toolgym.envs.kit.seeding import (
     insert_population,
     named_rows,
 )
-from toolgym.envs.kit.tooling import date_arg, logged_in_user, payment_method
+from toolgym.envs.kit.sql import Where
+from toolgym.envs.kit.texts import module_texts
+from toolgym.envs.kit.tooling import date_arg, directory_member, logged_in_user, payment_method
 
 __all__ = [
     "CARDS_TABLE",
@@ -50,6 +57,7 @@ __all__ = [
     "WEEKDAY_NAMES",
     "PackagedApp",
     "SeedReader",
+    "Where",
     "answer_has",
     "call",
     "clock",
@@ -57,6 +65,7 @@ __all__ = [
     "day_in_window",
     "day_of",
     "diff_only",
+    "directory_member",
     "env_for",
     "env_for_username",
     "env_vars",
@@ -67,6 +76,7 @@ __all__ = [
     "iso",
     "logged_in_user",
     "lookup_checks",
+    "module_texts",
     "money",
     "named_rows",
     "names_list",
@@ -78,6 +88,7 @@ __all__ = [
     "plural",
     "random_day",
     "read_policy",
+    "relative_day",
     "today_before",
     "unique_best",
     "user_by_id",

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from collections.abc import Sequence
+
+from toolgym.envs.context import resolve_date
 
 FIRST_DAY = dt.date(2026, 4, 1)  # the CURRENT_DATE range of every generated task
 LAST_DAY = dt.date(2026, 8, 31)
@@ -51,3 +54,30 @@ def human_date(day: dt.date | str, *, weekday: bool = False, year: bool = False)
     if weekday:
         text = f"{WEEKDAY_NAMES[day.weekday()]}, {text}"
     return f"{text}, {day.year}" if year else text
+
+
+def relative_day(rng: random.Random, day: dt.date, kinds: Sequence[str], *, first: dt.date = FIRST_DAY,
+                 last: dt.date = LAST_DAY, max_in_days: int = 6, this_lead: tuple[int, int] = (1, 6),
+                 ) -> tuple[str, dt.date] | None:
+    """A relative phrase for `day` and a CURRENT_DATE in [first, last] on which it means `day`, or None.
+
+    The kind is drawn from `kinds` (repeat one to weight it): 'tomorrow', 'today', 'in_days' ('in 4 days',
+    2..`max_in_days`), 'next_weekday' ('next Friday', 1..7 days before) or 'this_weekday' ('this Friday',
+    `this_lead` days before).
+    """
+    kind = rng.choice(kinds)
+    weekday = WEEKDAY_NAMES[day.weekday()]
+    if kind == "tomorrow":
+        phrase, today = "tomorrow", day - dt.timedelta(days=1)
+    elif kind == "today":
+        phrase, today = "today", day
+    elif kind == "in_days":
+        days = rng.randint(2, max_in_days)
+        phrase, today = f"in {days} days", day - dt.timedelta(days=days)
+    elif kind == "next_weekday":
+        phrase, today = f"next {weekday}", day - dt.timedelta(days=rng.randint(1, 7))
+    else:
+        phrase, today = f"this {weekday}", day - dt.timedelta(days=rng.randint(*this_lead))
+    if not first <= today <= last or resolve_date(phrase, today) != day:
+        return None
+    return phrase, today

@@ -26,6 +26,18 @@ def logged_in_user(ctx: ToolContext, where: str, columns: str = "id, username, n
     return row
 
 
+def directory_member(ctx: ToolContext, columns: str, account: str, lacking: str) -> dict[str, Any]:
+    """The logged-in user's row of an organisation's directory (the users table holds every employee), who
+    must hold this app's account: `account` is its 0/1 column, `lacking` what the error says they have not."""
+    username = ctx.env.require_user()
+    row = ctx.one(f"SELECT {columns}, {account} FROM users WHERE username=?", (username,))
+    if row is None:
+        raise ToolError(f"the logged-in user {username!r} is not in the directory")
+    if not row[account]:
+        raise ToolError(f"user {username!r} has no {lacking} in this organisation")
+    return row
+
+
 def payment_method(ctx: ToolContext, owner: tuple[str, int], payment_method_id: int | None, *, no_default: str,
                    not_found: str) -> dict[str, Any]:
     """The named payment method (it must be the owner's and unexpired) or the owner's default one.

@@ -17,18 +17,12 @@ from toolgym.envs import World, kit, resolve_date
 from toolgym.envs.apps.drive import tools as t
 from toolgym.envs.apps.drive.tool_common import RANK, name_taken, now
 from toolgym.envs.registry import get_app
-from toolgym.schema import AnswerContains, Check, ExpectedChange
+from toolgym.schema import AnswerContains, Check, DiffOnly, ExpectedChange
 
-ROLE_PHRASES: dict[str, tuple[str, ...]] = {
-    "viewer": ("as a viewer", "with view-only access", "read-only"),
-    "commenter": ("as a commenter", "with comment access", "so they can comment"),
-    "editor": ("as an editor", "with edit access", "so they can edit it"),
-}
-KIND_NOUNS: dict[str, tuple[str, str]] = {
-    "document": ("document", "documents"), "spreadsheet": ("spreadsheet", "spreadsheets"),
-    "presentation": ("presentation", "presentations"), "pdf": ("PDF", "PDFs"), "image": ("image", "images"),
-    "video": ("video", "videos"), "archive": ("zip archive", "zip archives"),
-}
+TEXTS = kit.module_texts(__file__)
+
+ROLE_PHRASES = TEXTS["ROLE_PHRASES"]
+KIND_NOUNS = TEXTS["KIND_NOUNS"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +54,14 @@ class Reader(kit.SeedReader):
 
     def my_files(self) -> list[dict[str, Any]]:
         return self(t.search_files, owner="me", limit=50)["files"]
+
+    def pick_folder(self, rng: random.Random) -> tuple[str, list[dict[str, Any]]] | None:
+        """One of my folders but /Personal and its files, as list_drive_folder shows them; None if I have none."""
+        folders = sorted({f["folder"] for f in self.my_files()} - {"/Personal"})
+        if not folders:
+            return None
+        path = rng.choice(folders)
+        return path, self(t.list_drive_folder, path=path)["files"]
 
     def all_files(self) -> list[dict[str, Any]]:
         return self(t.search_files, limit=50)["files"]
@@ -139,6 +141,12 @@ def names_checks(names: list[str], weight: float = 1.0) -> list[Check]:
 def logged(actor: str, action: str, **where: Any) -> ExpectedChange:
     """The activity row a change writes."""
     return ExpectedChange(table="activity", op="insert", where={"actor": actor, "action": action, **where})
+
+
+def only_file_update(actor: str, action: str, file_id: int, fields: list[str], label: str) -> DiffOnly:
+    """Nothing changed but the file's `fields` and the activity row that logs `action` on it."""
+    return DiffOnly(expected=[ExpectedChange(table="files", op="update", where={"id": file_id}, fields=fields),
+                              logged(actor, action, file_id=file_id)], weight=1.0, label=label)
 
 
 EDITOR = RANK["editor"]

@@ -16,6 +16,7 @@ from toolgym.envs.apps.drive.task_common import (
     live_namesake,
     logged,
     names_checks,
+    only_file_update,
     people,
     pick_past_day,
     setup,
@@ -24,14 +25,10 @@ from toolgym.envs.apps.drive.task_common import (
 from toolgym.envs.apps.drive.tool_common import MIME_KIND, RANK, inherited_access
 from toolgym.schema import AnswerContains, DiffOnly, ExpectedChange, FieldEquals, RowExists
 
+TEXTS = kit.module_texts(__file__)
+
 
 def last_editor_of_file(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Who made the last edit to {name}?",
-        "Who last edited {name}, and how big is the file now?",
-        "I need to know who last modified {name}. Can you check?",
-        "Look up {name} for me: who modified it last and what's its current size?",
-    )
     with_size = {1, 3}
     reader = setup(rng, world)
     files = reader.all_files()
@@ -41,7 +38,7 @@ def last_editor_of_file(rng: random.Random, world: World) -> TaskDraft | None:
     if not named:
         return None
     pick = rng.choice(named)
-    index, prompt = kit.phrase(rng, phrasings, name=pick["name"])
+    index, prompt = kit.phrase(rng, TEXTS["last_editor_of_file"], name=pick["name"])
     checks = [AnswerContains(values=[pick["modified_by"]], weight=2.0, label="names the last editor")]
     answer = f"{pick['name']} was last changed by {pick['modified_by']} on {pick['modified_at'][:10]}"
     if index in with_size:
@@ -73,12 +70,6 @@ def _new_name(rng: random.Random, name: str) -> str:
 
 
 def rename_file(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Rename {old} to {new}.",
-        "Please change the name of {old} to \"{new}\".",
-        "{old} should be called {new} from now on. Can you rename it?",
-        "Give the file {old} the new name {new}.",
-    )
     reader = setup(rng, world)
     mine = [f for f in reader.all_files() if RANK[f["my_role"]] >= EDITOR]
     named = uniquely_named(reader, rng.sample(mine, min(len(mine), 4)))
@@ -91,7 +82,7 @@ def rename_file(rng: random.Random, world: World) -> TaskDraft | None:
                       "WHERE id=?)", (new, pick["id"]))
     if clash or new == pick["name"] or folder["in_trash"]:
         return None
-    index, prompt = kit.phrase(rng, phrasings, old=pick["name"], new=new)
+    index, prompt = kit.phrase(rng, TEXTS["rename_file"], old=pick["name"], new=new)
     me = reader.owner.username
     return TaskDraft(
         prompt=prompt,
@@ -102,9 +93,7 @@ def rename_file(rng: random.Random, world: World) -> TaskDraft | None:
         checks=[
             FieldEquals(table="files", where={"id": pick["id"]}, field="name", value=new, weight=2.0,
                         label="file renamed"),
-            DiffOnly(expected=[ExpectedChange(table="files", op="update", where={"id": pick["id"]},
-                                              fields=["name"]),
-                               logged(me, "rename", file_id=pick["id"])], weight=1.0, label="only the rename"),
+            only_file_update(me, "rename", pick["id"], ["name"], "only the rename"),
         ],
         difficulty=1,
         metadata={"phrasing": index, "file_id": pick["id"], "new_name": new},
@@ -112,12 +101,6 @@ def rename_file(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def restore_from_trash(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "I deleted {name} by mistake. Please get it back.",
-        "Restore {name} from the trash.",
-        "Can you bring {name} back out of my trash?",
-        "Undo the deletion of {name}, please.",
-    )
     reader = setup(rng, world)
     trash = reader(t.list_trash)
     if not trash:
@@ -127,7 +110,7 @@ def restore_from_trash(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     if live_namesake(reader, pick["id"]):
         return None  # the restore would fail
-    index, prompt = kit.phrase(rng, phrasings, name=pick["name"])
+    index, prompt = kit.phrase(rng, TEXTS["restore_from_trash"], name=pick["name"])
     me = reader.owner.username
     return TaskDraft(
         prompt=prompt,
@@ -137,9 +120,7 @@ def restore_from_trash(rng: random.Random, world: World) -> TaskDraft | None:
         checks=[
             FieldEquals(table="files", where={"id": pick["id"]}, field="trashed_at", value=None, weight=2.0,
                         label="file out of the trash"),
-            DiffOnly(expected=[ExpectedChange(table="files", op="update", where={"id": pick["id"]},
-                                              fields=["trashed_at"]),
-                               logged(me, "restore", file_id=pick["id"])], weight=1.0, label="only the restore"),
+            only_file_update(me, "restore", pick["id"], ["trashed_at"], "only the restore"),
         ],
         difficulty=1,
         metadata={"phrasing": index, "file_id": pick["id"]},
@@ -147,23 +128,12 @@ def restore_from_trash(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def trash_largest_of_type(rng: random.Random, world: World) -> TaskDraft | None:
-    drive_phrasings = (
-        "I'm running low on space. Move my largest {kind} to the trash.",
-        "Find the biggest {kind} I own and delete it.",
-        "Trash whichever of my {kinds} takes up the most space.",
-        "Free up some storage: put my single largest {kind} in the trash.",
-    )
-    folder_phrasings = (
-        "Delete the biggest file in my {folder} folder.",
-        "My {folder} folder is too big. Move its largest file to the trash.",
-        "Find the file that takes up the most space in {path} and trash it.",
-    )
     reader = setup(rng, world)
     if rng.random() < 0.5:
         kind = rng.choice(sorted(KIND_NOUNS))
         files = reader(t.search_files, type=kind, owner="me", sort_by="size", limit=50)["files"]
         noun, plural = KIND_NOUNS[kind]
-        index, prompt = kit.phrase(rng, drive_phrasings, kind=noun, kinds=plural)
+        index, prompt = kit.phrase(rng, TEXTS["trash_largest_of_type.drive_phrasings"], kind=noun, kinds=plural)
         first = kit.call("search_files", type=kind, owner="me", sort_by="size")
         scope = kind
     else:
@@ -171,8 +141,8 @@ def trash_largest_of_type(rng: random.Random, world: World) -> TaskDraft | None:
         path = rng.choice(folders) if folders else "/"
         files = sorted(reader(t.list_drive_folder, path=path)["files"],
                        key=lambda f: reader(t.get_file, file_id=f["id"])["size_bytes"], reverse=True)
-        index, prompt = kit.phrase(rng, folder_phrasings, folder=path.rsplit("/", 1)[-1], path=path)
-        index += len(drive_phrasings)
+        index, prompt = kit.phrase(rng, TEXTS["trash_largest_of_type.folder_phrasings"], folder=path.rsplit("/", 1)[-1], path=path)
+        index += len(TEXTS["trash_largest_of_type.drive_phrasings"])
         first = kit.call("list_drive_folder", path=path)
         scope = path
     if len(files) < 2:
@@ -190,9 +160,7 @@ def trash_largest_of_type(rng: random.Random, world: World) -> TaskDraft | None:
         checks=[
             FieldEquals(table="files", where={"id": biggest["id"]}, field="trashed_at", value=reader.stamp(),
                         weight=2.0, label="largest file trashed"),
-            DiffOnly(expected=[ExpectedChange(table="files", op="update", where={"id": biggest["id"]},
-                                              fields=["trashed_at"]),
-                               logged(me, "trash", file_id=biggest["id"])], weight=1.0, label="only that file"),
+            only_file_update(me, "trash", biggest["id"], ["trashed_at"], "only that file"),
         ],
         difficulty=2,
         metadata={"phrasing": index, "file_id": biggest["id"], "scope": scope},
@@ -200,11 +168,6 @@ def trash_largest_of_type(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def restore_before_edit(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "{person} made a mess of {name} in their last edit. Restore the version from just before that edit.",
-        "Roll {name} back to how it was before {person}'s latest change.",
-        "Undo {person}'s most recent edit to {name} by restoring the version that came right before it.",
-    )
     reader = setup(rng, world)
     me = reader.owner
     files = [f for f in reader.all_files() if RANK[f["my_role"]] >= EDITOR]
@@ -226,7 +189,7 @@ def restore_before_edit(rng: random.Random, world: World) -> TaskDraft | None:
         return None  # a later version is still in the future
     target = before["version"]
     new_number = history["current_version"] + 1
-    index, prompt = kit.phrase(rng, phrasings, person=person, name=pick["name"])
+    index, prompt = kit.phrase(rng, TEXTS["restore_before_edit"], person=person, name=pick["name"])
     return TaskDraft(
         prompt=prompt,
         env_variables=me.env(reader.today),
@@ -251,15 +214,6 @@ def restore_before_edit(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def collect_quarter_invoices(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Create a folder named \"{folder}\" in {parent}, move all my Q{q} invoices into it, and share the folder "
-        "with {person} as a viewer.",
-        "Gather my Q{q} invoices into a new folder \"{folder}\" under {parent}, then give {person} read-only "
-        "access to that folder.",
-        "{person} needs to see our Q{q} invoices. Put all of them in a new folder called \"{folder}\" inside "
-        "{parent} and share that folder with them, view only.",
-    )
-    folder_names = ("Q{q} Invoices", "Q{q} 2026 invoices", "Invoices Q{q}", "Q{q} invoices for review")
     reader = setup(rng, world)
     me = reader.owner.username
     q = rng.choice((1, 2, 3))
@@ -270,7 +224,7 @@ def collect_quarter_invoices(rng: random.Random, world: World) -> TaskDraft | No
     if len(homes) != 1:
         return None
     parent = next(iter(homes)).rsplit("/", 1)[0] or "/"
-    name = rng.choice(folder_names).format(q=q)
+    name = rng.choice(TEXTS["collect_quarter_invoices.folder_names"]).format(q=q)
     path = f"{parent.rstrip('/')}/{name}"
     parent_row = world.one("SELECT id FROM folders WHERE owner=? AND path=?", (me, parent))
     if parent_row is None or world.one("SELECT id FROM folders WHERE owner=? AND path=?", (me, path)):
@@ -282,7 +236,7 @@ def collect_quarter_invoices(rng: random.Random, world: World) -> TaskDraft | No
             (person["username"], me)):
         return None
     folder_id = kit.next_id(world, "folders")
-    index, prompt = kit.phrase(rng, phrasings, folder=name, parent=parent, q=str(q), person=person["name"])
+    index, prompt = kit.phrase(rng, TEXTS["collect_quarter_invoices.phrasings"], folder=name, parent=parent, q=str(q), person=person["name"])
     invoices = sorted(invoices, key=lambda f: f["id"])
     gold = [kit.call("search_files", query=f"invoice Q{q}", owner="me"),
             kit.call("create_drive_folder", name=name, parent_path=parent)]
@@ -318,12 +272,6 @@ def collect_quarter_invoices(rng: random.Random, world: World) -> TaskDraft | No
 
 
 def files_i_modified(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Which {what} did I change {when}?",
-        "What did I work on in Drive {when}? List the {what} I modified.",
-        "Show me the {what} I edited or uploaded {when}.",
-        "I updated some {what} {when}. Which ones were they?",
-    )
     owner = rng.choice(drive_users(world))
     days = [r["day"] for r in world.query(
         "SELECT DISTINCT substr(created_at, 1, 10) AS day FROM file_versions WHERE author=? "
@@ -353,7 +301,7 @@ def files_i_modified(rng: random.Random, world: World) -> TaskDraft | None:
     if len(set(names)) != len(names):
         return None
     index, prompt = kit.phrase(
-        rng, phrasings, when=when.phrase, what=KIND_NOUNS[kind][1] if kind else "files")
+        rng, TEXTS["files_i_modified"], when=when.phrase, what=KIND_NOUNS[kind][1] if kind else "files")
     return TaskDraft(
         prompt=prompt,
         env_variables=owner.env(when.today),

@@ -19,6 +19,8 @@ from toolgym.envs.apps.drive.task_common import (
 )
 from toolgym.envs.apps.drive.tool_common import RANK
 
+TEXTS = kit.module_texts(__file__)
+
 
 def _pick_named(reader: Reader, rng: random.Random, files: list[dict]) -> dict | None:
     """One of `files`, drawn at random, if its name alone identifies it; None when there is none to draw."""
@@ -29,11 +31,6 @@ def _pick_named(reader: Reader, rng: random.Random, files: list[dict]) -> dict |
 
 
 def share_view_only_file(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Give {person} access to {name} {role_phrase}, please.",
-        "Please share {name} with {person} ({role_phrase}).",
-        "Add {person} as a collaborator on {name}, {role_phrase}.",
-    )
     reader = setup(rng, world)
     pick = _pick_named(reader, rng, [f for f in reader.all_files() if f["my_role"] in ("viewer", "commenter")])
     if pick is None:
@@ -42,8 +39,8 @@ def share_view_only_file(rng: random.Random, world: World) -> TaskDraft | None:
     if person is None:
         return None
     role = rng.choice(("viewer", "commenter", "editor"))
-    index, prompt = kit.phrase(rng, phrasings, name=pick["name"], person=person["name"],
-                           role_phrase=rng.choice(ROLE_PHRASES[role]))
+    index, prompt = kit.phrase(rng, TEXTS["share_view_only_file"], name=pick["name"], person=person["name"],
+                               role_phrase=rng.choice(ROLE_PHRASES[role]))
     return TaskDraft(
         prompt=prompt,
         env_variables=reader.owner.env(reader.today),
@@ -57,11 +54,6 @@ def share_view_only_file(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def restore_missing_version(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Restore version {n} of {name}.",
-        "Bring back version {n} of {name}, please.",
-        "Roll {name} back to its version {n}.",
-    )
     reader = setup(rng, world)
     pick = _pick_named(reader, rng, [f for f in reader.all_files() if RANK[f["my_role"]] >= EDITOR])
     if pick is None:
@@ -72,7 +64,7 @@ def restore_missing_version(rng: random.Random, world: World) -> TaskDraft | Non
     if top is None or top["n"] != count:
         return None
     wanted = count + rng.randint(1, 3)
-    index, prompt = kit.phrase(rng, phrasings, n=str(wanted), name=pick["name"])
+    index, prompt = kit.phrase(rng, TEXTS["restore_missing_version"], n=str(wanted), name=pick["name"])
     span = "version 1" if count == 1 else f"versions 1 to {count}"
     return TaskDraft(
         prompt=prompt,
@@ -87,11 +79,6 @@ def restore_missing_version(rng: random.Random, world: World) -> TaskDraft | Non
 
 
 def rename_to_taken_name(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "In my {folder} folder, rename {old} to {new}.",
-        "Rename {old} (in {path}) to {new}.",
-        "Change the name of {old} in my {folder} folder to \"{new}\".",
-    )
     reader = setup(rng, world)
     folders = sorted({f["folder"] for f in reader.my_files()})
     if not folders:
@@ -101,8 +88,8 @@ def rename_to_taken_name(rng: random.Random, world: World) -> TaskDraft | None:
     if len(files) < 2:
         return None
     old, new = rng.sample(files, 2)
-    index, prompt = kit.phrase(rng, phrasings, folder=path.rsplit("/", 1)[-1], path=path, old=old["name"],
-                           new=new["name"])
+    index, prompt = kit.phrase(rng, TEXTS["rename_to_taken_name"], folder=path.rsplit("/", 1)[-1], path=path, old=old["name"],
+                               new=new["name"])
     return TaskDraft(
         prompt=prompt,
         env_variables=reader.owner.env(reader.today),
@@ -116,11 +103,6 @@ def rename_to_taken_name(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def copy_over_quota(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Make a copy of {name} in my {folder} folder.",
-        "I'd like my own copy of {name}. Can you duplicate it into {path}?",
-        "Copy {name} into my {folder} folder, please.",
-    )
     basic = [o for o in drive_users(world) if world.one(
         "SELECT 1 FROM users WHERE username=? AND plan='basic'", (o.username,))]
     reader = Reader(world, rng.choice(basic), kit.random_day(rng))
@@ -134,7 +116,7 @@ def copy_over_quota(rng: random.Random, world: World) -> TaskDraft | None:
     folders = [r["path"] for r in world.query(
         "SELECT path FROM folders WHERE owner=? AND parent_id IS NOT NULL ORDER BY path", (reader.owner.username,))]
     path = rng.choice(folders)
-    index, prompt = kit.phrase(rng, phrasings, name=pick["name"], folder=path.rsplit("/", 1)[-1], path=path)
+    index, prompt = kit.phrase(rng, TEXTS["copy_over_quota"], name=pick["name"], folder=path.rsplit("/", 1)[-1], path=path)
     return TaskDraft(
         prompt=prompt,
         env_variables=reader.owner.env(reader.today),
@@ -148,12 +130,6 @@ def copy_over_quota(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def restore_over_namesake(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Restore {name} from my trash.",
-        "Get the trashed copy of {name} back into my {folder} folder, please.",
-        "I need the old {name} that I deleted. Take it out of the trash.",
-        "Put the deleted {name} back where it was ({path}).",
-    )
     reader = setup(rng, world)
     trash = reader(t.list_trash)
     clashing = [f for f in trash if live_namesake(reader, f["id"])]
@@ -162,8 +138,8 @@ def restore_over_namesake(rng: random.Random, world: World) -> TaskDraft | None:
     pick = rng.choice(clashing)
     if sum(1 for f in trash if f["name"].lower() == pick["name"].lower()) != 1:
         return None
-    index, prompt = kit.phrase(rng, phrasings, name=pick["name"], folder=pick["folder"].rsplit("/", 1)[-1],
-                           path=pick["folder"])
+    index, prompt = kit.phrase(rng, TEXTS["restore_over_namesake"], name=pick["name"], folder=pick["folder"].rsplit("/", 1)[-1],
+                               path=pick["folder"])
     return TaskDraft(
         prompt=prompt,
         env_variables=reader.owner.env(reader.today),

@@ -24,6 +24,8 @@ from toolgym.envs.apps.drive.task_common import (
 from toolgym.envs.apps.drive.tool_common import RANK
 from toolgym.schema import DiffOnly, ExpectedChange, FieldEquals, RowExists
 
+TEXTS = kit.module_texts(__file__)
+
 
 def _share_checks(file_id: int, grantee: str, role: str, me: str, weight: float = 2.0) -> tuple[list, list]:
     checks = [
@@ -38,16 +40,6 @@ def _share_checks(file_id: int, grantee: str, role: str, me: str, weight: float 
 
 
 def who_has_access(rng: random.Random, world: World) -> TaskDraft | None:
-    everyone_phrasings = (
-        "Who has access to {name}? List everyone and their role.",
-        "Which people can open {name}, and with what permission?",
-        "Tell me who {name} is shared with, including the owner.",
-    )
-    editor_phrasings = (
-        "Who can edit {name}?",
-        "Which people have edit rights on {name}, the owner included?",
-        "List everyone who is able to make changes to {name}.",
-    )
     reader = setup(rng, world)
     files = reader.all_files()
     if not files:
@@ -61,14 +53,14 @@ def who_has_access(rng: random.Random, world: World) -> TaskDraft | None:
         chosen = [a for a in access if a["role"] in ("owner", "editor")]
         if len(chosen) < 2 or len(chosen) == len(access):
             return None
-        index, prompt = kit.phrase(rng, editor_phrasings, name=pick["name"])
-        index += len(everyone_phrasings)
+        index, prompt = kit.phrase(rng, TEXTS["who_has_access.editor_phrasings"], name=pick["name"])
+        index += len(TEXTS["who_has_access.everyone_phrasings"])
         answer = "These people can edit it: " + ", ".join(f"{a['name']} ({a['role']})" for a in chosen) + "."
     else:
         chosen = access
         if not 2 <= len(chosen) <= 6:
             return None
-        index, prompt = kit.phrase(rng, everyone_phrasings, name=pick["name"])
+        index, prompt = kit.phrase(rng, TEXTS["who_has_access.everyone_phrasings"], name=pick["name"])
         answer = f"{pick['name']} is accessible to: " + ", ".join(
             f"{a['name']} ({a['role']})" for a in chosen) + "."
     return TaskDraft(
@@ -83,12 +75,6 @@ def who_has_access(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def share_file_with_role(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Share {name} with {person} {role_phrase}.",
-        "Please give {person} access to {name}, {role_phrase}.",
-        "{person} needs {name}. Share it with them {role_phrase}.",
-        "Could you add {person} to {name} {role_phrase}?",
-    )
     reader = setup(rng, world)
     mine = [f for f in reader.all_files() if RANK[f["my_role"]] >= EDITOR]
     if not mine:
@@ -101,8 +87,8 @@ def share_file_with_role(rng: random.Random, world: World) -> TaskDraft | None:
     if person is None:
         return None
     role = rng.choice(("viewer", "commenter", "editor"))
-    index, prompt = kit.phrase(rng, phrasings, name=pick["name"], person=person["name"],
-                           role_phrase=rng.choice(ROLE_PHRASES[role]))
+    index, prompt = kit.phrase(rng, TEXTS["share_file_with_role"], name=pick["name"], person=person["name"],
+                               role_phrase=rng.choice(ROLE_PHRASES[role]))
     me = reader.owner.username
     checks, expected = _share_checks(pick["id"], person["username"], role, me)
     return TaskDraft(
@@ -121,18 +107,11 @@ def share_file_with_role(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def share_latest_in_folder(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Share the most recently modified {noun} in my {folder} folder with {person} {role_phrase}.",
-        "Find the {noun} in {path} that changed most recently and give {person} access to it, {role_phrase}.",
-        "{person} needs the latest {noun} from my {folder} folder. Share it with them {role_phrase}.",
-        "Whichever {noun} in my {folder} folder was edited last: share it with {person} {role_phrase}.",
-    )
     reader = setup(rng, world)
-    folders = sorted({f["folder"] for f in reader.my_files()} - {"/Personal"})
-    if not folders:
+    folder = reader.pick_folder(rng)
+    if folder is None:
         return None
-    path = rng.choice(folders)
-    files = reader(t.list_drive_folder, path=path)["files"]
+    path, files = folder
     latest = kit.unique_best(files, "modified_at", largest=True)
     if latest is None or len(files) < 2:
         return None
@@ -141,8 +120,8 @@ def share_latest_in_folder(rng: random.Random, world: World) -> TaskDraft | None
         return None
     role = rng.choice(("viewer", "commenter", "editor"))
     noun = "report" if path.endswith("/Reports") else "file"
-    index, prompt = kit.phrase(rng, phrasings, noun=noun, folder=path.rsplit("/", 1)[-1], path=path,
-                           person=person["name"], role_phrase=rng.choice(ROLE_PHRASES[role]))
+    index, prompt = kit.phrase(rng, TEXTS["share_latest_in_folder"], noun=noun, folder=path.rsplit("/", 1)[-1], path=path,
+                               person=person["name"], role_phrase=rng.choice(ROLE_PHRASES[role]))
     me = reader.owner.username
     checks, expected = _share_checks(latest["id"], person["username"], role, me)
     return TaskDraft(
@@ -161,18 +140,11 @@ def share_latest_in_folder(rng: random.Random, world: World) -> TaskDraft | None
 
 
 def share_kind_in_folder(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Share all the {kinds} in my {folder} folder with {person} {role_phrase}.",
-        "Give {person} {role} access to each {kind} in {path}, but not to the other files there.",
-        "{person} should get every {kind} in my {folder} folder, {role_phrase}. Share the files one by one; "
-        "don't share the whole folder.",
-    )
     reader = setup(rng, world)
-    folders = sorted({f["folder"] for f in reader.my_files()} - {"/Personal"})
-    if not folders:
+    folder = reader.pick_folder(rng)
+    if folder is None:
         return None
-    path = rng.choice(folders)
-    files = reader(t.list_drive_folder, path=path)["files"]
+    path, files = folder
     kinds = sorted({f["type"] for f in files})
     kind = rng.choice(kinds)
     chosen = [f for f in files if f["type"] == kind]
@@ -183,8 +155,8 @@ def share_kind_in_folder(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     role = rng.choice(("viewer", "commenter", "editor"))
     noun, plural = KIND_NOUNS[kind]
-    index, prompt = kit.phrase(rng, phrasings, kinds=plural, kind=noun, folder=path.rsplit("/", 1)[-1], path=path,
-                           person=person["name"], role=role, role_phrase=rng.choice(ROLE_PHRASES[role]))
+    index, prompt = kit.phrase(rng, TEXTS["share_kind_in_folder"], kinds=plural, kind=noun, folder=path.rsplit("/", 1)[-1], path=path,
+                               person=person["name"], role=role, role_phrase=rng.choice(ROLE_PHRASES[role]))
     me = reader.owner.username
     checks: list = []
     expected: list = []
@@ -208,17 +180,6 @@ def share_kind_in_folder(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def shared_with_me_recently(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "What has been shared with me {span}?",
-        "Which files or folders did people share with me {span}?",
-        "List everything that was shared with me {span}, and who shared it.",
-        "Did anyone share something with me {span}? Tell me what.",
-    )
-    by_person = (
-        "What did {person} share with me {span}?",
-        "{person} said they shared something with me {span}. What was it?",
-        "List what {person} has shared with me {span}.",
-    )
     owner = rng.choice(drive_users(world))
     shares = world.query(
         "SELECT substr(granted_at, 1, 10) AS day FROM permissions WHERE grantee=? AND granted_at >= '2026-03-28' "
@@ -250,10 +211,10 @@ def shared_with_me_recently(rng: random.Random, world: World) -> TaskDraft | Non
     if not 1 <= len(items) <= 4 or len(set(names)) != len(names):
         return None
     if person:
-        index, prompt = kit.phrase(rng, by_person, person=person, span=span)
-        index += len(phrasings)
+        index, prompt = kit.phrase(rng, TEXTS["shared_with_me_recently.by_person"], person=person, span=span)
+        index += len(TEXTS["shared_with_me_recently.phrasings"])
     else:
-        index, prompt = kit.phrase(rng, phrasings, span=span)
+        index, prompt = kit.phrase(rng, TEXTS["shared_with_me_recently.phrasings"], span=span)
     listing = "; ".join(f"{i['type']} {i['name']} from {i['shared_by']} ({i['my_role']})" for i in items)
     return TaskDraft(
         prompt=prompt,
@@ -267,11 +228,6 @@ def shared_with_me_recently(rng: random.Random, world: World) -> TaskDraft | Non
 
 
 def copy_recent_share(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Make a copy of the file {person} shared with me {when} and put it in my {folder} folder.",
-        "{person} shared a file with me {when}. Save a copy of it into {path}.",
-        "Copy the file I got from {person} {when} into my {folder} folder, please.",
-    )
     owner = rng.choice(drive_users(world))
     shares = world.query(
         "SELECT p.file_id, p.granted_by, p.granted_at FROM permissions p WHERE p.grantee=? AND p.file_id IS NOT NULL "
@@ -305,8 +261,8 @@ def copy_recent_share(rng: random.Random, world: World) -> TaskDraft | None:
     if folder is None or details["size_bytes"] > usage["free_bytes"] or world.one(
             "SELECT id FROM files WHERE folder_id=? AND lower(name)=lower(?)", (folder["id"], name)):
         return None
-    index, prompt = kit.phrase(rng, phrasings, person=item["shared_by"], when=when.phrase,
-                           folder=path.rsplit("/", 1)[-1], path=path)
+    index, prompt = kit.phrase(rng, TEXTS["copy_recent_share"], person=item["shared_by"], when=when.phrase,
+                               folder=path.rsplit("/", 1)[-1], path=path)
     new_id = kit.next_id(world, "files")
     me = owner.username
     return TaskDraft(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Literal
 
-from toolgym.envs import ToolContext, ToolError
+from toolgym.envs import ToolContext, ToolError, kit
 from toolgym.envs.apps.drive.content import FILE_TYPES
 
 MAX_LIST = 50
@@ -50,13 +50,7 @@ def now(ctx: ToolContext) -> str:
 
 def me(ctx: ToolContext) -> dict[str, Any]:
     """The logged-in user's directory row; the Drive tools need a Drive account."""
-    username = ctx.env.require_user()
-    row = ctx.one("SELECT username, name, email, plan, quota_bytes, has_drive FROM users WHERE username=?", (username,))
-    if row is None:
-        raise ToolError(f"the logged-in user {username!r} is not in the directory")
-    if not row["has_drive"]:
-        raise ToolError(f"user {username!r} has no Drive account in this organisation")
-    return row
+    return kit.directory_member(ctx, "username, name, email, plan, quota_bytes", "has_drive", "Drive account")
 
 
 def find_person(ctx: ToolContext, text: str, argument: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from toolgym.envs import ToolContext, ToolError, tool
+from toolgym.envs import ToolContext, ToolError, kit, tool
 from toolgym.envs.apps.drive.tool_common import (
     FILE_COLUMNS,
     KIND_MIMES,
@@ -86,39 +86,31 @@ def search_files(ctx: ToolContext, query: str | None = None, type: FileKind | No
     """
     user = me(ctx)["username"]
     check_limit(limit)
-    clauses: list[str] = []
-    params: list[Any] = []
+    where = kit.Where()
     if query is not None:
         words = query.split()
         if not words:
             raise ToolError("argument 'query' is empty; leave it out to match every file")
         for word in words:
-            clauses.append("instr(lower(f.name), ?) > 0")
-            params.append(word.lower())
+            where.add("instr(lower(f.name), ?) > 0", word.lower())
     if type is not None:
         mimes = KIND_MIMES[type]
-        clauses.append(f"f.mime_type IN ({', '.join('?' for _ in mimes)})")
-        params += mimes
+        where.add(f"f.mime_type IN ({', '.join('?' for _ in mimes)})", *mimes)
     if owner is not None:
-        clauses.append("f.owner = ?")
-        params.append(find_person(ctx, owner, "owner")["username"])
+        where.add("f.owner = ?", find_person(ctx, owner, "owner")["username"])
     if modified_by is not None:
-        clauses.append("v.author = ?")
-        params.append(find_person(ctx, modified_by, "modified_by")["username"])
+        where.add("v.author = ?", find_person(ctx, modified_by, "modified_by")["username"])
     first = ctx.env.date(modified_after) if modified_after is not None else None
     last = ctx.env.date(modified_before) if modified_before is not None else None
     if first and last and last < first:
         raise ToolError(f"argument 'modified_before' ({last}) is before 'modified_after' ({first})")
     if first:
-        clauses.append("v.created_at >= ?")
-        params.append(f"{first}T00:00")
+        where.add("v.created_at >= ?", f"{first}T00:00")
     if last:
-        clauses.append("v.created_at <= ?")
-        params.append(f"{last}T23:59")
-    where = " AND ".join(clauses)
+        where.add("v.created_at <= ?", f"{last}T23:59")
     order = {"modified": "v.created_at DESC, f.id DESC", "size": "v.size_bytes DESC, f.id",
              "name": "lower(f.name), f.id"}[sort_by]
-    rows = accessible_files(ctx, user, where, params, order=order)
+    rows = accessible_files(ctx, user, where.sql, where.params, order=order)
     return {"total": len(rows), "files": [summary(r) for r in rows[:limit]]}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolgym.envs import ToolContext, ToolError, tool
+from toolgym.envs import ToolContext, ToolError, kit, tool
 from toolgym.envs.apps.drive.tool_common import (
     LINK_BASE,
     RANK,
@@ -70,14 +70,26 @@ def search_people(ctx: ToolContext, query: str) -> list[dict[str, Any]]:
     words = query.split()
     if not words:
         raise ToolError("argument 'query' is empty; give part of a name, e.g. 'Karen'")
-    clauses, params = [], []
+    where = kit.Where()
     for word in words:
-        clauses.append("instr(lower(name || ' ' || username || ' ' || email), ?) > 0")
-        params.append(word.lower())
+        where.add("instr(lower(name || ' ' || username || ' ' || email), ?) > 0", word.lower())
     return ctx.query(
-        f"SELECT name, username, email FROM users WHERE {' AND '.join(clauses)} ORDER BY name, username LIMIT 20",
-        params,
+        f"SELECT name, username, email FROM users WHERE {where.sql} ORDER BY name, username LIMIT 20",
+        where.params,
     )
+
+
+def _file_and_person(ctx: ToolContext, file_id: int, username: str, action: str,
+                     owner_says: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """Me, a file I may share (as its owner or an editor) and the person to share it with or unshare, who
+    must not be its owner (`owner_says` ends the error that says they are: ' already')."""
+    user = me(ctx)["username"]
+    row = load_file(ctx, file_id, user)
+    require_rank(row, RANK["editor"], action)
+    person = find_person(ctx, username, "username")
+    if person["username"] == row["owner"]:
+        raise ToolError(f"argument 'username': {person['name']} owns '{row['name']}'{owner_says}")
+    return user, row, person
 
 
 @tool
@@ -89,12 +101,7 @@ def share_file(ctx: ToolContext, file_id: int, username: str, role: Role) -> dic
         username: Who to share with: a username such as 'karen.thomas' (an email address or full name also works).
         role: 'viewer' (read-only), 'commenter' (read and comment) or 'editor' (read and change).
     """
-    user = me(ctx)["username"]
-    row = load_file(ctx, file_id, user)
-    require_rank(row, RANK["editor"], "share it")
-    person = find_person(ctx, username, "username")
-    if person["username"] == row["owner"]:
-        raise ToolError(f"argument 'username': {person['name']} owns '{row['name']}' already")
+    user, row, person = _file_and_person(ctx, file_id, username, "share it", " already")
     if person["username"] == user:
         raise ToolError("argument 'username': you cannot share a file with yourself")
     direct = direct_share(ctx, "file_id", file_id, person["username"])
@@ -120,12 +127,7 @@ def unshare_file(ctx: ToolContext, file_id: int, username: str) -> dict[str, Any
         file_id: Id of the file.
         username: Whose access to remove: username (an email address or full name also works).
     """
-    user = me(ctx)["username"]
-    row = load_file(ctx, file_id, user)
-    require_rank(row, RANK["editor"], "change its sharing")
-    person = find_person(ctx, username, "username")
-    if person["username"] == row["owner"]:
-        raise ToolError(f"argument 'username': {person['name']} owns '{row['name']}'; an owner cannot be removed")
+    user, row, person = _file_and_person(ctx, file_id, username, "change its sharing", "; an owner cannot be removed")
     direct = direct_share(ctx, "file_id", file_id, person["username"])
     if direct is None:
         inherited, via = inherited_access(ctx, row["folder_id"], person["username"])

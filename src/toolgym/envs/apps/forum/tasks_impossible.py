@@ -17,18 +17,7 @@ from toolgym.envs.apps.forum.task_common import (
     visible_posts,
 )
 
-REMOVE_UNMODERATED = (
-    'Remove the post "{title}" from r/{c}; it breaks the community rules.',
-    'Take down "{title}" in r/{c} with your moderator tools. Reason: off topic.',
-    'Please delete the r/{c} post "{title}" as a moderator, it is spam.',
-)
-
-
-BAN_UNMODERATED = (
-    'Ban {target} from r/{c} for spamming.',
-    'Use your moderator powers to ban {target} from r/{c} for 30 days.',
-    '{target} keeps breaking the rules in r/{c}. Ban them permanently.',
-)
+TEXTS = kit.module_texts(__file__)
 
 
 def impossible_moderation(rng: random.Random, world: World) -> TaskDraft | None:
@@ -42,13 +31,13 @@ def impossible_moderation(rng: random.Random, world: World) -> TaskDraft | None:
     if rng.random() < 0.5:
         posts = [p for p in visible_posts(world, community["id"], today) if p["author_id"] != asker["id"]]
         post = rng.choice(posts)
-        index, prompt = kit.phrase(rng, REMOVE_UNMODERATED, c=community["name"], title=post["title"])
+        index, prompt = kit.phrase(rng, TEXTS["REMOVE_UNMODERATED"], c=community["name"], title=post["title"])
         answer = f'I cannot remove "{post["title"]}": only moderators of {name} can remove posts, and {standing}.'
         write_tool, variant = "remove_post", "remove"
     else:
         targets = [m for m in members(world, community["id"], "member") if m["id"] != asker["id"]]
         target = rng.choice(targets)
-        index, prompt = kit.phrase(rng, BAN_UNMODERATED, c=community["name"], target=target["username"])
+        index, prompt = kit.phrase(rng, TEXTS["BAN_UNMODERATED"], c=community["name"], target=target["username"])
         answer = f"I cannot ban {target['username']}: only moderators of {name} can ban users, and {standing}."
         write_tool, variant = "ban_user", "ban"
     return TaskDraft(
@@ -62,27 +51,6 @@ def impossible_moderation(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-VOTE_AGAIN = (
-    'I already upvoted "{title}" in r/{c}, but upvote it one more time so it gets an extra point from me.',
-    'Give the r/{c} post "{title}" a second upvote from my account.',
-    'Upvote "{title}" on r/{c} again; I want my vote to count twice.',
-)
-
-
-PRIVATE_POST = (
-    'Post "{title}" in r/{c} with the text "{body}".',
-    'Create a new post on r/{c} titled "{title}"; body: "{body}".',
-    'Share "{title}" with r/{c}. Use this text: "{body}"',
-)
-
-
-OWN_VOTE = (
-    'Upvote my post "{title}" in r/{c}.',
-    'Give my own r/{c} post "{title}" an upvote to boost it.',
-    'Can you upvote the post I wrote, "{title}", on r/{c}?',
-)
-
-
 def _vote_again(rng: random.Random, world: World, today: str) -> TaskDraft | None:
     rows = world.query(
         "SELECT v.user_id, p.id AS post_id, p.title, c.name FROM votes v JOIN posts p ON p.id = v.post_id "
@@ -91,7 +59,7 @@ def _vote_again(rng: random.Random, world: World, today: str) -> TaskDraft | Non
         (today,),
     )
     pick = rng.choice(rows)
-    index, prompt = kit.phrase(rng, VOTE_AGAIN, c=pick["name"], title=pick["title"])
+    index, prompt = kit.phrase(rng, TEXTS["VOTE_AGAIN"], c=pick["name"], title=pick["title"])
     return TaskDraft(
         prompt=prompt,
         env_variables=kit.env_for(kit.user_by_id(world, pick["user_id"], "*"), today, "display_name"),
@@ -119,7 +87,7 @@ def _private_post(rng: random.Random, world: World, today: str) -> TaskDraft | N
     title = new_title(rng, world, spec)
     if title is None:
         return None
-    index, prompt = kit.phrase(rng, PRIVATE_POST, c=community["name"], title=title, body=new_body(rng, spec))
+    index, prompt = kit.phrase(rng, TEXTS["PRIVATE_POST"], c=community["name"], title=title, body=new_body(rng, spec))
     name = f"r/{community['name']}"
     return TaskDraft(
         prompt=prompt,
@@ -139,7 +107,7 @@ def _own_vote(rng: random.Random, world: World, today: str) -> TaskDraft | None:
         (today,),
     )
     post = rng.choice(rows)
-    index, prompt = kit.phrase(rng, OWN_VOTE, c=post["name"], title=post["title"])
+    index, prompt = kit.phrase(rng, TEXTS["OWN_VOTE"], c=post["name"], title=post["title"])
     return TaskDraft(
         prompt=prompt,
         env_variables=kit.env_for(kit.user_by_id(world, post["author_id"], "*"), today, "display_name"),

@@ -19,15 +19,9 @@ from toolgym.envs.apps.forum.task_common import (
     visible_posts,
 )
 
+TEXTS = kit.module_texts(__file__)
+
 LAST_SEEDED = dt.date(2026, 8, 20)
-
-
-TOP_MONTH = (
-    'What was the highest-scoring post in r/{c} during {month}? Give me its title and score.',
-    'In r/{c}, which post from {month} has the top score? Tell me the title and the score.',
-    'Find the top post of {month} in r/{c} and report its title with its score.',
-    "I'm writing a recap of {month} for r/{c}. Which post from that month scored highest, and what is its score?",
-)
 
 
 def top_post_in_month(rng: random.Random, world: World) -> TaskDraft | None:
@@ -43,7 +37,7 @@ def top_post_in_month(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     asker = rng.choice(viewers(world, community))
     month_text = f"{calendar.month_name[month]} 2026"
-    index, prompt = kit.phrase(rng, TOP_MONTH, c=community["name"], month=month_text)
+    index, prompt = kit.phrase(rng, TEXTS["TOP_MONTH"], c=community["name"], month=month_text)
     return TaskDraft(
         prompt=prompt,
         env_variables=kit.env_for(asker, today, "display_name"),
@@ -57,13 +51,6 @@ def top_post_in_month(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-POST_DETAILS = (
-    'Who posted "{title}" in r/{c}, and how many comments has it received?',
-    'For the r/{c} post titled "{title}", tell me the author\'s username and the number of comments.',
-    'I saw a post called "{title}" on r/{c}. Who wrote it and how many comments are on it?',
-)
-
-
 def post_author_and_comments(rng: random.Random, world: World) -> TaskDraft | None:
     community = rng.choice(communities(world))
     today = late_today(rng)
@@ -71,7 +58,7 @@ def post_author_and_comments(rng: random.Random, world: World) -> TaskDraft | No
     askers = [u for u in viewers(world, community) if u["id"] != post["author_id"]]
     asker = rng.choice(askers)
     count = comment_count(world, post["id"], today)
-    index, prompt = kit.phrase(rng, POST_DETAILS, c=community["name"], title=post["title"])
+    index, prompt = kit.phrase(rng, TEXTS["POST_DETAILS"], c=community["name"], title=post["title"])
     return TaskDraft(
         prompt=prompt,
         env_variables=kit.env_for(asker, today, "display_name"),
@@ -84,25 +71,6 @@ def post_author_and_comments(rng: random.Random, world: World) -> TaskDraft | No
         difficulty=1,
         metadata={"phrasing": index},
     )
-
-
-MY_LATEST = {
-    "score": (
-        "What's the score of my most recent post{where}? Include its title.",
-        "How is my latest post{where} doing? Tell me its title and current score.",
-        "Check my newest post{where} and tell me its title and score.",
-    ),
-    "comments": (
-        "How many comments does my most recent post{where} have? Also tell me its title.",
-        "My latest post{where}: what is it called and how many comments has it gotten?",
-        "Look up the newest post I made{where} and tell me its title and comment count.",
-    ),
-    "both": (
-        "Give me the title, score and number of comments of my most recent post{where}.",
-        "What are the score and the comment count on my latest post{where}? And what was its title?",
-        "Summarize my newest post{where}: title, score and comments.",
-    ),
-}
 
 
 def my_latest_post(rng: random.Random, world: World) -> TaskDraft | None:
@@ -124,7 +92,7 @@ def my_latest_post(rng: random.Random, world: World) -> TaskDraft | None:
     latest = mine[0]
     ask = rng.choice(["score", "comments", "both"])
     where = f" in r/{community}" if community else ""
-    index, prompt = kit.phrase(rng, MY_LATEST[ask], where=where)
+    index, prompt = kit.phrase(rng, TEXTS["MY_LATEST"][ask], where=where)
     count = comment_count(world, latest["id"], today)
     values = [latest["title"]]
     facts = []
@@ -149,13 +117,6 @@ def my_latest_post(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-POSTS_ON_DAY = (
-    "What got posted in r/{c} {when}? List the titles.",
-    "List the titles of the posts made in r/{c} {when}.",
-    "Which new posts appeared on r/{c} {when}? Just the titles, please.",
-)
-
-
 def posts_on_a_day(rng: random.Random, world: World) -> TaskDraft | None:
     today_date = kit.random_day(rng, CONTEXT_FIRST, dt.date(2026, 8, 21))
     kind = rng.choice(["yesterday", "the day before yesterday", "3 days ago", "last"])
@@ -173,7 +134,7 @@ def posts_on_a_day(rng: random.Random, world: World) -> TaskDraft | None:
     if not 1 <= len(posts) <= 4:
         return None
     asker = rng.choice(viewers(world, community))
-    index, prompt = kit.phrase(rng, POSTS_ON_DAY, c=community["name"], when=when)
+    index, prompt = kit.phrase(rng, TEXTS["POSTS_ON_DAY"], c=community["name"], when=when)
     searched = "2 days ago" if kind == "the day before yesterday" else when
     titles = [p["title"] for p in posts]
     listed = "; ".join(f'"{t}"' for t in titles)
@@ -187,13 +148,6 @@ def posts_on_a_day(rng: random.Random, world: World) -> TaskDraft | None:
         difficulty=2,
         metadata={"phrasing": index},
     )
-
-
-TOP_RECENT = (
-    "What's the top post in r/{c} from the past {period}? Give me the title and score.",
-    "Which r/{c} post from the last {period} has the highest score, and what is that score?",
-    "Over the past {period}, what was the best-scoring post on r/{c}? I need its title and score.",
-)
 
 
 PERIODS = {3: "3 days", 5: "5 days", 7: "7 days", 10: "10 days", 14: "14 days", 30: "30 days"}
@@ -210,7 +164,7 @@ def top_post_recent(rng: random.Random, world: World) -> TaskDraft | None:
     if top is None or top["created_on"] < narrow:
         return None  # "past N days" read either way gives the same answer
     asker = rng.choice(viewers(world, community))
-    index, prompt = kit.phrase(rng, TOP_RECENT, c=community["name"], period=PERIODS[days])
+    index, prompt = kit.phrase(rng, TEXTS["TOP_RECENT"], c=community["name"], period=PERIODS[days])
     return TaskDraft(
         prompt=prompt,
         env_variables=kit.env_for(asker, today_date.isoformat(), "display_name"),

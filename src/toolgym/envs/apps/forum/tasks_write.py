@@ -27,17 +27,11 @@ from toolgym.envs.apps.forum.task_common import (
 )
 from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists
 
+TEXTS = kit.module_texts(__file__)
+
 
 def _has_commented(world: World, post_id: int, user_id: int) -> bool:
     return world.one("SELECT id FROM comments WHERE post_id=? AND author_id=?", (post_id, user_id)) is not None
-
-
-CREATE_POST = (
-    'Create a post in r/{c} titled "{title}" with the body "{body}" and the flair {flair}.',
-    'Please post this to r/{c} with the "{flair}" flair. Title: "{title}". Body: "{body}"',
-    'Post "{title}" in r/{c}, flaired {flair}, using this text as the body: "{body}"',
-    'Share a new {flair} post on r/{c}. Its title should be "{title}" and its text "{body}".',
-)
 
 
 def _post_checks(community_id: int, author_id: int, title: str, body: str, flair: int) -> tuple[list[Check], ExpectedChange]:
@@ -61,7 +55,7 @@ def create_post_with_flair(rng: random.Random, world: World) -> TaskDraft | None
     flair = rng.choice(flairs(world, community["id"]))
     fid = flair_id(world, community["id"], flair)
     today = late_today(rng)
-    index, prompt = kit.phrase(rng, CREATE_POST, c=community["name"], title=title, body=body, flair=flair)
+    index, prompt = kit.phrase(rng, TEXTS["CREATE_POST"], c=community["name"], title=title, body=body, flair=flair)
     checks, insert = _post_checks(community["id"], author["id"], title, body, fid)
     name = f"r/{community['name']}"
     return TaskDraft(
@@ -76,13 +70,6 @@ def create_post_with_flair(rng: random.Random, world: World) -> TaskDraft | None
         difficulty=1,
         metadata={"phrasing": index},
     )
-
-
-COMMENT = (
-    'Reply to the post "{title}" in r/{c} with this comment: "{text}"',
-    'Leave a comment saying "{text}" on the r/{c} post "{title}".',
-    'On r/{c}, find the post called "{title}" and comment "{text}" on it.',
-)
 
 
 def _comment_checks(post_id: int, author_id: int, text: str) -> list[Check]:
@@ -104,7 +91,7 @@ def comment_on_post(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     post = rng.choice(posts)
     text = comment_text(rng, spec_of(community["name"]))
-    index, prompt = kit.phrase(rng, COMMENT, c=community["name"], title=post["title"], text=text)
+    index, prompt = kit.phrase(rng, TEXTS["COMMENT"], c=community["name"], title=post["title"], text=text)
     return TaskDraft(
         prompt=prompt,
         env_variables=kit.env_for(commenter, today, "display_name"),
@@ -117,13 +104,6 @@ def comment_on_post(rng: random.Random, world: World) -> TaskDraft | None:
         difficulty=1,
         metadata={"phrasing": index},
     )
-
-
-REPORT = (
-    'Report the post "{title}" in r/{c} for breaking rule {n} ("{rule}").',
-    'The r/{c} post "{title}" breaks the "{rule}" rule. Report it to the moderators and cite that rule.',
-    'Flag "{title}" on r/{c} for the mods under rule {n}, with the reason "{reason}".',
-)
 
 
 def report_post_for_rule(rng: random.Random, world: World) -> TaskDraft | None:
@@ -143,8 +123,8 @@ def report_post_for_rule(rng: random.Random, world: World) -> TaskDraft | None:
     rule = rules[spec.spam_rule - 1] if spam else rng.choice([r for r in rules if r["number"] != spec.spam_rule])
     reasons = SPAM_REPORT_REASONS if spam else REASONS_BY_RULE.get(rule["title"], (f"Breaks the '{rule['title']}' rule",))
     reason = rng.choice(reasons)
-    index, prompt = kit.phrase(rng, REPORT, c=community["name"], title=post["title"], n=rule["number"],
-                           rule=rule["title"], reason=reason)
+    index, prompt = kit.phrase(rng, TEXTS["REPORT"], c=community["name"], title=post["title"], n=rule["number"],
+                               rule=rule["title"], reason=reason)
     where: dict[str, Any] = {"post_id": post["id"], "reporter_id": reporter["id"], "rule_id": rule["id"]}
     checks: list[Check] = [
         RowExists(table="reports", where={**where, "status": "open"}, weight=2, label="report filed under the rule"),
@@ -170,13 +150,6 @@ def report_post_for_rule(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-UPVOTE_TOP_COMMENT = (
-    'Find the highest-scored comment on the post "{title}" in r/{c} and upvote it.',
-    'On "{title}" (r/{c}), upvote whichever comment currently has the top score.',
-    'Look through the comments of the r/{c} post "{title}" and give the best-scoring one an upvote.',
-)
-
-
 def upvote_top_comment(rng: random.Random, world: World) -> TaskDraft | None:
     community = rng.choice(communities(world))
     today = late_today(rng)
@@ -191,7 +164,7 @@ def upvote_top_comment(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     if world.one("SELECT id FROM votes WHERE user_id=? AND comment_id=?", (voter["id"], top["id"])) is not None:
         return None
-    index, prompt = kit.phrase(rng, UPVOTE_TOP_COMMENT, c=community["name"], title=post["title"])
+    index, prompt = kit.phrase(rng, TEXTS["UPVOTE_TOP_COMMENT"], c=community["name"], title=post["title"])
     vote_where: dict[str, Any] = {"user_id": voter["id"], "comment_id": top["id"], "value": 1}
     author = kit.user_by_id(world, top["author_id"], "*")
     return TaskDraft(
@@ -219,13 +192,6 @@ def upvote_top_comment(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-REPLY_NEWEST = (
-    'Find the newest post flaired "{flair}" in r/{c} and reply to it with: "{text}"',
-    'In r/{c}, which is the most recent {flair} post? Leave this comment on it: "{text}"',
-    'Comment "{text}" on the latest r/{c} post that has the {flair} flair.',
-)
-
-
 def reply_to_newest_flaired(rng: random.Random, world: World) -> TaskDraft | None:
     community = rng.choice(communities(world))
     flair = rng.choice(flairs(world, community["id"]))
@@ -239,7 +205,7 @@ def reply_to_newest_flaired(rng: random.Random, world: World) -> TaskDraft | Non
                   if u["id"] != newest["author_id"] and not _has_commented(world, newest["id"], u["id"])]
     commenter = rng.choice(commenters)
     text = comment_text(rng, spec_of(community["name"]))
-    index, prompt = kit.phrase(rng, REPLY_NEWEST, c=community["name"], flair=flair, text=text)
+    index, prompt = kit.phrase(rng, TEXTS["REPLY_NEWEST"], c=community["name"], flair=flair, text=text)
     return TaskDraft(
         prompt=prompt,
         env_variables=kit.env_for(commenter, today, "display_name"),
@@ -252,18 +218,6 @@ def reply_to_newest_flaired(rng: random.Random, world: World) -> TaskDraft | Non
         difficulty=2,
         metadata={"phrasing": index},
     )
-
-
-MODERATE = (
-    'You moderate r/{c}. Remove every post with an open report for rule {n} ("{rule}"), then ban the user '
-    'who wrote more than one of those posts {duration}.',
-    'Clean up the r/{c} report queue: take down all posts reported under rule {n} ({rule}) and ban the repeat '
-    'offender (the author of two or more of them) {duration}.',
-    'Please handle the open "{rule}" reports in r/{c}: remove each reported post and ban whoever posted more than '
-    'one of them {duration}. Leave reports under other rules alone.',
-    'As a mod of r/{c}, go through the open reports for breaking rule {n}. Every reported post should be removed, '
-    'and the person responsible for several of them should be banned {duration}.',
-)
 
 
 def moderate_reports(rng: random.Random, world: World) -> TaskDraft | None:
@@ -287,7 +241,7 @@ def moderate_reports(rng: random.Random, world: World) -> TaskDraft | None:
     duration = "permanently" if days is None else f"for {days} days"
     expires = None if days is None else (dt.date.fromisoformat(today) + dt.timedelta(days=days)).isoformat()
     index, prompt = kit.phrase(
-        rng, MODERATE, c=community["name"], n=rule["number"], rule=rule["title"], duration=duration)
+        rng, TEXTS["MODERATE"], c=community["name"], n=rule["number"], rule=rule["title"], duration=duration)
     name = f"r/{community['name']}"
     reason = f"Rule {rule['number']}: {rule['title']}"
     post_ids = [r["id"] for r in reported]
@@ -332,14 +286,6 @@ def moderate_reports(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-JOIN_AND_POST = (
-    'Join r/{c} and then publish a post there titled "{title}" with the flair {flair} and the body "{body}".',
-    'I want to start posting in r/{c}. Sign me up for the community and post "{title}" (flair: {flair}) with the '
-    'text "{body}".',
-    'Become a member of r/{c}, then create the post "{title}" flaired {flair}. Body: "{body}"',
-)
-
-
 def join_and_post(rng: random.Random, world: World) -> TaskDraft | None:
     community = rng.choice([c for c in communities(world) if c["visibility"] == "public"])
     spec = spec_of(community["name"])
@@ -355,7 +301,7 @@ def join_and_post(rng: random.Random, world: World) -> TaskDraft | None:
     body = new_body(rng, spec)
     flair = rng.choice(flairs(world, community["id"]))
     fid = flair_id(world, community["id"], flair)
-    index, prompt = kit.phrase(rng, JOIN_AND_POST, c=community["name"], title=title, body=body, flair=flair)
+    index, prompt = kit.phrase(rng, TEXTS["JOIN_AND_POST"], c=community["name"], title=title, body=body, flair=flair)
     membership: dict[str, Any] = {"community_id": community["id"], "user_id": author["id"], "role": "member"}
     checks, insert = _post_checks(community["id"], author["id"], title, body, fid)
     name = f"r/{community['name']}"

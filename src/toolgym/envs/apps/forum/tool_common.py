@@ -90,6 +90,16 @@ def require_moderator(ctx: ToolContext, community: dict[str, Any], user: dict[st
         )
 
 
+def my_community(ctx: ToolContext, community: str, *, moderated: bool = False,
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The logged-in user and a community they act in (one they moderate, with `moderated`)."""
+    user = me(ctx)
+    row = get_community(ctx, community)
+    if moderated:
+        require_moderator(ctx, row, user)
+    return user, row
+
+
 def require_not_banned(ctx: ToolContext, community: dict[str, Any], user: dict[str, Any]) -> None:
     ban = active_ban(ctx, community["id"], user["id"])
     if ban is not None:

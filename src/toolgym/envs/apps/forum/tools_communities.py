@@ -80,8 +80,7 @@ def join_community(ctx: ToolContext, community: str) -> dict[str, Any]:
     Args:
         community: Community name, with or without the 'r/' prefix.
     """
-    user = access.me(ctx)
-    row = access.get_community(ctx, community)
+    user, row = access.my_community(ctx, community)
     current = access.role(ctx, row["id"], user)
     if current is not None:
         raise ToolError(f"you are already a {current} of r/{row['name']}")
@@ -102,8 +101,7 @@ def leave_community(ctx: ToolContext, community: str) -> dict[str, Any]:
     Args:
         community: Community name, with or without the 'r/' prefix.
     """
-    user = access.me(ctx)
-    row = access.get_community(ctx, community)
+    user, row = access.my_community(ctx, community)
     current = access.role(ctx, row["id"], user)
     if current is None:
         raise ToolError(f"you are not a member of r/{row['name']}")
@@ -146,9 +144,7 @@ def list_reports(ctx: ToolContext, community: str, status: Literal["open", "all"
         community: Community name, with or without the 'r/' prefix.
         status: 'open' (waiting for a decision) or 'all' (also actioned and dismissed ones).
     """
-    user = access.me(ctx)
-    row = access.get_community(ctx, community)
-    access.require_moderator(ctx, row, user)
+    _, row = access.my_community(ctx, community, moderated=True)
     status_clause = "AND r.status = 'open'" if status == "open" else ""
     rows = ctx.query(
         "SELECT r.id, r.post_id, p.title, u.username AS author, cr.number, cr.title AS rule, r.reason, r.created_on, "
@@ -203,9 +199,7 @@ def ban_user(ctx: ToolContext, community: str, username: str, reason: str, durat
         reason: Why, 3-300 characters.
         duration_days: Length of the ban in days (1-3650); omit for a permanent ban.
     """
-    user = access.me(ctx)
-    row = access.get_community(ctx, community)
-    access.require_moderator(ctx, row, user)
+    user, row = access.my_community(ctx, community, moderated=True)
     target = access.get_user(ctx, username)
     if target["id"] == user["id"]:
         raise ToolError("argument 'username': you cannot ban yourself")

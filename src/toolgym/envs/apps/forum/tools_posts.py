@@ -154,8 +154,7 @@ def create_post(ctx: ToolContext, community: str, title: str, body: str, flair: 
         body: Post text, up to 5000 characters.
         flair: One of the community's flairs (see get_community); required where the community says so.
     """
-    user = access.me(ctx)
-    row = access.get_community(ctx, community)
+    user, row = access.my_community(ctx, community)
     access.require_not_banned(ctx, row, user)
     if access.role(ctx, row["id"], user) is None:
         hint = "it is private (invitation-only)" if row["visibility"] == "private" else "join it first with join_community"

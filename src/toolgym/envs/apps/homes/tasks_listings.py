@@ -17,6 +17,8 @@ from toolgym.envs.apps.homes.task_common import (
 )
 from toolgym.schema import ExpectedChange, RowExists
 
+TEXTS = kit.module_texts(__file__)
+
 # asked facts -> (listing fields, templates); a fact pair is only asked where it exists (an HOA fee > 0)
 LISTING_FACTS: dict[tuple[str, str], tuple[tuple[str, str], tuple[str, ...]]] = {
     ("price", "ppsf"): (("price", "price_per_sqft"), (
@@ -63,32 +65,13 @@ def listing_facts(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-AGENT_FACTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "brokerage": (("name", "brokerage"), (
-        "Who's the listing agent for {address} in {city}, and which brokerage are they with?",
-        "Which agent and brokerage have the listing for {address} ({city})?",
-        "I want to know who is selling {address}, {city}: the agent's name and their brokerage.",
-    )),
-    "rating": (("name", "rating"), (
-        "Who is listing {address} in {city}, and how well rated is that agent?",
-        "What's the rating of the agent who has {address} ({city})? Include their name.",
-        "Tell me the name and review rating of the listing agent for {address}, {city}.",
-    )),
-    "phone": (("name", "phone"), (
-        "I'd like to call the agent for {address} in {city}. Who is it and what's their phone number?",
-        "Get me the listing agent's name and phone number for {address} ({city}).",
-        "Who represents the seller of {address}, {city}, and how can I reach them by phone?",
-    )),
-}
-
-
 def listing_agent(rng: random.Random, world: World) -> TaskDraft | None:
     """Listing by address -> its agent (get_listing) -> the agent's details (get_agent)."""
     home = rng.choice(listings(world))
     agent = world.one("SELECT * FROM agents WHERE id=?", (home["agent_id"],))
     assert agent is not None
-    asked = sorted(AGENT_FACTS)[rng.randrange(len(AGENT_FACTS))]
-    fields, templates = AGENT_FACTS[asked]
+    asked = rng.choice(sorted(TEXTS["AGENT_FACTS"]))
+    fields, templates = TEXTS["AGENT_FACTS"][asked]
     phrasing, prompt = kit.phrase(rng, templates, address=home["address"], city=home["city"])
     return TaskDraft(
         prompt=prompt,
@@ -103,14 +86,6 @@ def listing_agent(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-SAVE_HOME = (
-    "Save {address} in {city} to my favorites.",
-    "Please add the listing at {address}, {city} to my saved homes.",
-    "I like {address} ({city}). Save it so I can find it again later.",
-    "Can you favorite the {city} home at {address} for me?",
-)
-
-
 def save_named_home(rng: random.Random, world: World) -> TaskDraft | None:
     """A single write: the named listing goes into the user's saved homes (not saved before)."""
     home = rng.choice(listings(world, "l.status != 'sold'"))
@@ -118,7 +93,7 @@ def save_named_home(rng: random.Random, world: World) -> TaskDraft | None:
     if is_saved(world, user["id"], home["id"]):
         return None
     check, expected = saved_checks(user["id"], home["id"])
-    phrasing, prompt = kit.phrase(rng, SAVE_HOME, address=home["address"], city=home["city"])
+    phrasing, prompt = kit.phrase(rng, TEXTS["SAVE_HOME"], address=home["address"], city=home["city"])
     return TaskDraft(
         prompt=prompt,
         checks=[check, kit.diff_only([expected]), kit.answer_has([home["address"]], label="answer names the home")],
@@ -128,13 +103,6 @@ def save_named_home(rng: random.Random, world: World) -> TaskDraft | None:
         difficulty=1,
         metadata={"phrasing": phrasing, "listing_id": home["id"]},
     )
-
-
-SAVED_SEARCH = (
-    "Set up a saved search for {what}.",
-    "Please create a saved search: {what}. How many listings match right now?",
-    "I want to keep an eye on {what}. Save that search for me and tell me how many homes match today.",
-)
 
 
 def _search_words(city: str, max_price: int | None, min_beds: int | None, home_type: str | None) -> str:
@@ -170,13 +138,13 @@ def create_saved_search(rng: random.Random, world: World) -> TaskDraft | None:
         "AND (? IS NULL OR beds>=?) AND (? IS NULL OR home_type=?)",
         (city["id"], max_price, max_price, min_beds, min_beds, home_type, home_type))
     count = matches["n"] if matches else 0
-    phrasing = rng.randrange(len(SAVED_SEARCH))
+    phrasing = rng.randrange(len(TEXTS["SAVED_SEARCH"]))
     checks = [RowExists(table="saved_searches", where=where, count=1, weight=3.0, label="saved search with these filters"),
               kit.diff_only([ExpectedChange(table="saved_searches", op="insert", where={"user_id": user["id"]})])]
     if phrasing > 0:  # those phrasings ask for today's number of matches
         checks.append(kit.answer_has([str(count)], label="answer gives the number of matches"))
     return TaskDraft(
-        prompt=SAVED_SEARCH[phrasing].format(what=_search_words(city["name"], max_price, min_beds, home_type)),
+        prompt=TEXTS["SAVED_SEARCH"][phrasing].format(what=_search_words(city["name"], max_price, min_beds, home_type)),
         checks=checks,
         reference_solution=[kit.call("create_saved_search", city=city["name"], max_price=max_price, min_beds=min_beds,
                                  home_type=home_type)],
@@ -186,26 +154,6 @@ def create_saved_search(rng: random.Random, world: World) -> TaskDraft | None:
         difficulty=1,
         metadata={"phrasing": phrasing, "city_id": city["id"]},
     )
-
-
-BEST_VALUE: dict[str, tuple[str, bool, str, tuple[str, ...]]] = {
-    # criterion -> (listing field, largest wins, sort_by of search_listings, templates)
-    "value": ("price_per_sqft", False, "price_per_sqft", (
-        "Among {what}, which has the lowest price per square foot? Save that one for me.",
-        "Find the best deal per sqft among {what} and add it to my saved homes.",
-        "Save whichever of the {what} costs the least per square foot.",
-    )),
-    "largest": ("sqft", True, "sqft", (
-        "Which of the {what} is the biggest (most square feet)? Save it to my favorites.",
-        "Look through {what} and save the largest one by square footage.",
-        "I want space: save the {what} listing with the most square feet.",
-    )),
-    "newest": ("listed_on_ordinal", True, "newest", (
-        "Save the most recently listed of the {what}.",
-        "What's the newest listing among {what}? Put it in my saved homes.",
-        "Find the latest {what} listing to hit the market and save it for me.",
-    )),
-}
 
 
 def _active_filtered(world: World, city_id: int, max_price: int | None, home_type: str | None) -> list[dict[str, Any]]:
@@ -225,8 +173,8 @@ def save_best_value(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     max_price = round(sorted(prices)[rng.randrange(2, len(prices))] / 25000) * 25000 + 25000
     rows = _active_filtered(world, city["id"], max_price, home_type)
-    criterion = sorted(BEST_VALUE)[rng.randrange(len(BEST_VALUE))]
-    field, largest, sort_by, templates = BEST_VALUE[criterion]
+    criterion = rng.choice(sorted(TEXTS["BEST_VALUE"]))
+    field, largest, sort_by, templates = TEXTS["BEST_VALUE"][criterion]
     best = kit.unique_best(rows, field, largest=largest)
     if best is None or len(rows) < 2 or len(rows) > 20 or any(r["price"] == max_price for r in rows):
         return None  # no tie, a real choice, all on one page, and "under" means the same as the tool's "at most"

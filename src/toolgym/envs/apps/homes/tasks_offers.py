@@ -15,12 +15,7 @@ from toolgym.envs.apps.homes.task_common import (
 )
 from toolgym.schema import ExpectedChange, FieldEquals
 
-OFFER = (
-    "Make an offer of {amount} on {address} in {city}.",
-    "I want to bid {amount} for {address}, {city}. Submit the offer, please.",
-    "Put in an offer on {address} ({city}) for {short}.",
-    "Offer {amount} on the {city} listing at {address}.",
-)
+TEXTS = kit.module_texts(__file__)
 
 
 def _short(amount: int) -> str:
@@ -38,7 +33,7 @@ def make_named_offer(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     check, expected = offer_checks(user["id"], home["id"], amount)
     phrasing, prompt = kit.phrase(
-        rng, OFFER, amount=kit.money(amount), short=_short(amount), address=home["address"],
+        rng, TEXTS["OFFER"], amount=kit.money(amount), short=_short(amount), address=home["address"],
         city=home["city"])
     return TaskDraft(
         prompt=prompt,
@@ -52,20 +47,13 @@ def make_named_offer(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-OFF_MARKET_OFFER = (
-    "Make an offer of {amount} on {address} in {city}.",
-    "Please submit a {short} offer for {address}, {city}.",
-    "I'd like to bid {amount} on the {city} home at {address}.",
-)
-
-
 def offer_off_market_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """The home is pending or sold: no offer can be made, so the agent must refuse and change nothing."""
     home = rng.choice(listings(world, "l.status != 'active'"))
     amount = round(home["price"] * rng.uniform(0.95, 1.03) / 1000) * 1000
     state = "under contract (pending)" if home["status"] == "pending" else "already sold"
     phrasing, prompt = kit.phrase(
-        rng, OFF_MARKET_OFFER, amount=kit.money(amount), short=_short(amount), address=home["address"],
+        rng, TEXTS["OFF_MARKET_OFFER"], amount=kit.money(amount), short=_short(amount), address=home["address"],
         city=home["city"])
     return TaskDraft(
         prompt=prompt,
@@ -79,13 +67,6 @@ def offer_off_market_impossible(rng: random.Random, world: World) -> TaskDraft |
     )
 
 
-LOWBALL = (
-    "Offer {amount} for {address} in {city}.",
-    "Let's lowball {address} ({city}): put in an offer of {short}.",
-    "Submit an offer of {amount} on {address}, {city}. That's my final number, don't go higher.",
-)
-
-
 def offer_too_low_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """The named amount is under the minimum share of the asking price: refuse, make no offer."""
     home = rng.choice(listings(world, "l.status='active'"))
@@ -94,7 +75,7 @@ def offer_too_low_impossible(rng: random.Random, world: World) -> TaskDraft | No
     if amount >= floor:
         return None
     phrasing, prompt = kit.phrase(
-        rng, LOWBALL, amount=kit.money(amount), short=_short(amount), address=home["address"],
+        rng, TEXTS["LOWBALL"], amount=kit.money(amount), short=_short(amount), address=home["address"],
         city=home["city"])
     return TaskDraft(
         prompt=prompt,
@@ -108,14 +89,6 @@ def offer_too_low_impossible(rng: random.Random, world: World) -> TaskDraft | No
     )
 
 
-RAISE = (
-    "Raise my offer on {address} by {step}.",
-    "Bump my bid for {address} in {city} up to {new}.",
-    "Increase my offer on {address} from {old} to {new}, please.",
-    "I'm willing to pay {step} more for {address}. Update my offer.",
-)
-
-
 def raise_offer(rng: random.Random, world: World) -> TaskDraft | None:
     """Two writes under the one-open-offer rule: withdraw the open offer, then offer the higher amount."""
     offers = world.query(
@@ -127,7 +100,7 @@ def raise_offer(rng: random.Random, world: World) -> TaskDraft | None:
     user = kit.user_by_id(world, offer["buyer_id"])
     check, expected = offer_checks(user["id"], offer["listing_id"], new, weight=2.0)
     phrasing, prompt = kit.phrase(
-        rng, RAISE, address=offer["address"], city=offer["city"], step=kit.money(step),
+        rng, TEXTS["RAISE"], address=offer["address"], city=offer["city"], step=kit.money(step),
         old=kit.money(offer["amount"]), new=kit.money(new))
     return TaskDraft(
         prompt=prompt,

@@ -18,14 +18,7 @@ from toolgym.envs.apps.homes.task_common import (
     tour_checks,
 )
 
-BUDGET_PLAN = (
-    "My budget is {budget}. Find the biggest home (most square feet) in {city} with at least {beds} bedrooms that's "
-    "listed at or under that. Save it, book a tour on {date} at {time}, and make an offer {offer_words}.",
-    "In {city}, I need {beds}+ bedrooms and can spend at most {budget}. Take the largest listing that fits, add it "
-    "to my saved homes, schedule a showing {human} at {spoken}, and offer {offer_words}.",
-    "Three things for the largest {beds}+ bed home in {city} asking no more than {budget}: save it, tour it on "
-    "{date} at {time}, then put in an offer {offer_words}.",
-)
+TEXTS = kit.module_texts(__file__)
 
 
 def save_tour_offer(rng: random.Random, world: World) -> TaskDraft | None:
@@ -54,7 +47,7 @@ def save_tour_offer(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     offer_words = "at the full asking price" if below == 0 else f"{kit.money(below)} below the asking price"
     phrasing, prompt = kit.phrase(
-        rng, BUDGET_PLAN, budget=kit.money(budget), city=city["name"], beds=beds, date=date,
+        rng, TEXTS["BUDGET_PLAN"], budget=kit.money(budget), city=city["name"], beds=beds, date=date,
         human=kit.human_date(date), time=slot, spoken=spoken_time(slot), offer_words=offer_words)
     saved, saved_change = saved_checks(user["id"], best["id"], weight=2.0)
     tour, tour_change = tour_checks(user["id"], best["id"], date, slot, weight=2.0)
@@ -78,26 +71,6 @@ def save_tour_offer(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-MY_SAVED: dict[str, tuple[str, bool, str, tuple[str, ...]]] = {
-    # criterion -> (field, largest wins, answered field, templates)
-    "cheapest": ("price", False, "price", (
-        "Of the homes I've saved in {city} that are still for sale, which is the cheapest, and what's it listed at?",
-        "Which of my saved {city} listings has the lowest asking price right now? Give me the price too.",
-        "Look at my favorites in {city} (only active listings): which one costs the least?",
-    )),
-    "biggest": ("sqft", True, "sqft", (
-        "Which of my saved homes in {city} that are still on the market is the biggest, and how many square feet?",
-        "Among my {city} favorites still for sale, which has the most square footage?",
-        "Of my saved active listings in {city}, tell me the largest one and its size.",
-    )),
-    "value": ("price_per_sqft", False, "price_per_sqft", (
-        "Which of my saved {city} homes still for sale is the best value per square foot, and what's its price per sqft?",
-        "Among the active listings in my saved homes in {city}, which has the lowest price per sqft?",
-        "Compare my saved {city} homes that are still available: which costs least per square foot, and how much?",
-    )),
-}
-
-
 def my_saved_pick(rng: random.Random, world: World) -> TaskDraft | None:
     """'My saved homes in X': LOGGED_IN_USER decides the candidates; the answer is the best by a criterion."""
     pairs = world.query(
@@ -107,8 +80,8 @@ def my_saved_pick(rng: random.Random, world: World) -> TaskDraft | None:
     pair = rng.choice(pairs)
     rows = listings(world, "l.status='active' AND l.city_id=? AND l.id IN (SELECT listing_id FROM saved_homes "
                     "WHERE user_id=?)", (pair["city_id"], pair["user_id"]))
-    criterion = sorted(MY_SAVED)[rng.randrange(len(MY_SAVED))]
-    field, largest, answered, templates = MY_SAVED[criterion]
+    criterion = rng.choice(sorted(TEXTS["MY_SAVED"]))
+    field, largest, answered, templates = TEXTS["MY_SAVED"][criterion]
     best = kit.unique_best(rows, field, largest=largest)
     if best is None:
         return None

@@ -20,12 +20,7 @@ from toolgym.envs.apps.homes.task_common import (
 from toolgym.envs.context import WEEKDAYS, resolve_date
 from toolgym.schema import ExpectedChange, FieldEquals
 
-BOOK_TOUR = (
-    "Book a tour of {address} in {city} on {date} at {time}.",
-    "Can you schedule me to see {address}, {city} on {human} at {spoken}?",
-    "I'd like to visit {address} ({city}). Set up a showing for {date}, {spoken}.",
-    "Please arrange a {time} tour of the {city} listing at {address} on {human}.",
-)
+TEXTS = kit.module_texts(__file__)
 
 
 def _tour_prompt(templates: tuple[str, ...], phrasing: int, home: dict[str, Any], date: str, slot: str) -> str:
@@ -42,10 +37,10 @@ def schedule_named_tour(rng: random.Random, world: World) -> TaskDraft | None:
     user = free_user_for_tour(rng, world, home["id"], date, slot, kit.iso(today))
     if user is None:
         return None
-    phrasing = rng.randrange(len(BOOK_TOUR))
+    phrasing = rng.randrange(len(TEXTS["BOOK_TOUR"]))
     check, expected = tour_checks(user["id"], home["id"], date, slot)
     return TaskDraft(
-        prompt=_tour_prompt(BOOK_TOUR, phrasing, home, date, slot),
+        prompt=_tour_prompt(TEXTS["BOOK_TOUR"], phrasing, home, date, slot),
         checks=[check, kit.diff_only([expected]), kit.answer_has([date, slot], label="answer gives the tour date and time")],
         reference_solution=[listing_lookup(home), kit.call("list_tour_slots", listing_id=home["id"], date=date),
                             kit.call("schedule_tour", listing_id=home["id"], date=date, time=slot)],
@@ -76,28 +71,20 @@ def _upcoming_in_city(world: World, user_id: int, city_id: int, today: str) -> l
         "AND t.status='scheduled' AND t.date>=? ORDER BY t.date, t.time, t.id", (user_id, city_id, today))
 
 
-CANCEL_TOUR = (
-    "Cancel my tour of {address}.",
-    "I can't make the showing at {address} on {date} anymore. Please cancel it.",
-    "Please cancel my {time} home tour on {human}.",
-    "Call off my {city} tour on {date}, please.",
-)
-
-
 def cancel_my_tour(rng: random.Random, world: World) -> TaskDraft | None:
     """Find the user's upcoming tour from what they say about it and cancel it."""
     tour = rng.choice(_user_tours(world))
     today = _day_before(rng, tour)
     if today is None:
         return None
-    phrasing = rng.randrange(len(CANCEL_TOUR))
+    phrasing = rng.randrange(len(TEXTS["CANCEL_TOUR"]))
     if phrasing == 3:  # "my <city> tour on <date>" must mean exactly one tour
         same_day = [t for t in _upcoming_in_city(world, tour["user_id"], tour["city_id"], kit.iso(today))
                     if t["date"] == tour["date"]]
         if len(same_day) != 1:
             return None
-    prompt = CANCEL_TOUR[phrasing].format(address=tour["address"], city=tour["city"], date=tour["date"],
-                                          human=kit.human_date(tour["date"]), time=tour["time"])
+    prompt = TEXTS["CANCEL_TOUR"][phrasing].format(address=tour["address"], city=tour["city"], date=tour["date"],
+                                                   human=kit.human_date(tour["date"]), time=tour["time"])
     return TaskDraft(
         prompt=prompt,
         checks=[
@@ -113,14 +100,6 @@ def cancel_my_tour(rng: random.Random, world: World) -> TaskDraft | None:
         difficulty=2,
         metadata={"phrasing": phrasing, "tour_id": tour["id"]},
     )
-
-
-CHEAPEST_TOUR = (
-    "Find the cheapest {what} in {city} and book me a tour {when} at {time}.",
-    "Which is the least expensive {what} for sale in {city}? Schedule a viewing of it for {when}, {spoken}.",
-    "{When} at {spoken} I'd like to tour the lowest-priced {what} listed in {city}. Please set it up.",
-    "Book a {time} showing {when} of the most affordable {what} on the market in {city}.",
-)
 
 
 def tour_cheapest(rng: random.Random, world: World) -> TaskDraft | None:
@@ -143,7 +122,7 @@ def tour_cheapest(rng: random.Random, world: World) -> TaskDraft | None:
     noun = TYPE_WORDS[home_type] if home_type else "home"
     what = f"{beds}+ bedroom {noun}"
     phrasing, prompt = kit.phrase(
-        rng, CHEAPEST_TOUR, what=what, city=city["name"], when=when, When=when.capitalize(), time=slot,
+        rng, TEXTS["CHEAPEST_TOUR"], what=what, city=city["name"], when=when, When=when.capitalize(), time=slot,
         spoken=spoken_time(slot))
     check, expected = tour_checks(user["id"], best["id"], date, slot)
     return TaskDraft(
@@ -163,23 +142,16 @@ def tour_cheapest(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-OFF_MARKET_TOUR = (
-    "Book a tour of {address} in {city} on {date} at {time}.",
-    "I'd love to see {address}, {city}. Can you schedule a showing for {human} at {spoken}?",
-    "Set up a visit to the {city} home at {address}: {date}, {time}.",
-)
-
-
 def tour_off_market_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """The home is pending or sold: no tour can be booked, so the agent must refuse and change nothing."""
     home = rng.choice(listings(world, "l.status != 'active'"))
     today = kit.random_day(rng)
     date = kit.iso(today + dt.timedelta(days=rng.randint(1, 14)))
     slot = pick_slot(rng)
-    phrasing = rng.randrange(len(OFF_MARKET_TOUR))
+    phrasing = rng.randrange(len(TEXTS["OFF_MARKET_TOUR"]))
     state = "under contract (pending)" if home["status"] == "pending" else "already sold"
     return TaskDraft(
-        prompt=_tour_prompt(OFF_MARKET_TOUR, phrasing, home, date, slot),
+        prompt=_tour_prompt(TEXTS["OFF_MARKET_TOUR"], phrasing, home, date, slot),
         checks=kit.impossible_checks("schedule_tour"),
         reference_solution=[listing_lookup(home), kit.call("get_listing", listing_id=home["id"])],
         env_variables=kit.env_for(rng.choice(active_users(world)), today),
@@ -188,13 +160,6 @@ def tour_off_market_impossible(rng: random.Random, world: World) -> TaskDraft | 
         difficulty=2,
         metadata={"phrasing": phrasing, "listing_id": home["id"], "listing_status": home["status"]},
     )
-
-
-TAKEN_SLOT = (
-    "I can only do {time} on {date}. Book me a tour of {address} ({city}) then.",
-    "Schedule a tour of {address} in {city} for {human} at exactly {spoken}; no other time works for me.",
-    "Please book {address}, {city} for a showing on {date} at {time} sharp. If that time isn't possible, don't book anything.",
-)
 
 
 def tour_slot_taken_impossible(rng: random.Random, world: World) -> TaskDraft | None:
@@ -208,9 +173,9 @@ def tour_slot_taken_impossible(rng: random.Random, world: World) -> TaskDraft | 
         return None
     home = {"address": tour["address"], "city": tour["city"], "status": "active"}
     free = free_slots(world, tour["listing_id"], tour["date"])
-    phrasing = rng.randrange(len(TAKEN_SLOT))
+    phrasing = rng.randrange(len(TEXTS["TAKEN_SLOT"]))
     return TaskDraft(
-        prompt=_tour_prompt(TAKEN_SLOT, phrasing, home, tour["date"], tour["time"]),
+        prompt=_tour_prompt(TEXTS["TAKEN_SLOT"], phrasing, home, tour["date"], tour["time"]),
         checks=kit.impossible_checks("schedule_tour"),
         reference_solution=[listing_lookup(home),
                             kit.call("list_tour_slots", listing_id=tour["listing_id"], date=tour["date"])],
@@ -220,13 +185,6 @@ def tour_slot_taken_impossible(rng: random.Random, world: World) -> TaskDraft | 
         difficulty=2,
         metadata={"phrasing": phrasing, "listing_id": tour["listing_id"], "date": tour["date"], "time": tour["time"]},
     )
-
-
-SAVED_TOUR = (
-    "Schedule a tour of the home I saved in {city} for {when} at {time}.",
-    "{When} at {spoken} I'd like to see the {city} place in my saved homes. Please book it.",
-    "Book me a showing of my saved {city} listing {when}, {spoken}.",
-)
 
 
 def tour_saved_home(rng: random.Random, world: World) -> TaskDraft | None:
@@ -245,7 +203,7 @@ def tour_saved_home(rng: random.Random, world: World) -> TaskDraft | None:
     if not can_tour(world, home["user_id"], home["id"], date, slot, kit.iso(today)):
         return None
     phrasing, prompt = kit.phrase(
-        rng, SAVED_TOUR, city=home["city"], when=when, When=when[0].upper() + when[1:], time=slot,
+        rng, TEXTS["SAVED_TOUR"], city=home["city"], when=when, When=when[0].upper() + when[1:], time=slot,
         spoken=spoken_time(slot))
     check, expected = tour_checks(home["user_id"], home["id"], date, slot)
     return TaskDraft(
@@ -261,20 +219,6 @@ def tour_saved_home(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-MY_TOUR = {
-    "address": (
-        "When is my tour of {address}?",
-        "What day and time am I seeing {address}?",
-        "Remind me when my showing at {address} is.",
-    ),
-    "next": (
-        "When and where is my next home tour in {city}?",
-        "What's the next house I'm touring in {city}, and when?",
-        "Which {city} home am I seeing next? I need the address, date and time.",
-    ),
-}
-
-
 def my_tour_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     """The user's upcoming tour by address, or their next one in a city: depends on who is asking and when."""
     tour = rng.choice(_user_tours(world))
@@ -287,9 +231,9 @@ def my_tour_lookup(rng: random.Random, world: World) -> TaskDraft | None:
         if not upcoming or upcoming[0]["id"] != tour["id"]:
             return None
     values = [tour["date"], tour["time"]] if kind == "address" else [tour["address"], tour["date"], tour["time"]]
-    phrasing = rng.randrange(len(MY_TOUR[kind]))
+    phrasing = rng.randrange(len(TEXTS["MY_TOUR"][kind]))
     return TaskDraft(
-        prompt=MY_TOUR[kind][phrasing].format(address=tour["address"], city=tour["city"]),
+        prompt=TEXTS["MY_TOUR"][kind][phrasing].format(address=tour["address"], city=tour["city"]),
         checks=kit.lookup_checks(values),
         reference_solution=[kit.call("list_my_tours", upcoming_only=True)],
         env_variables=kit.env_for(kit.user_by_id(world, tour["user_id"]), today),

@@ -102,6 +102,13 @@ def my_tours(ctx: ToolContext, user_id: int, where: str = "1=1", params: tuple[A
         (user_id, *params))
 
 
+def only_mine(rows: list[dict[str, Any]], thing: str, row_id: int, listed_by: str) -> dict[str, Any]:
+    """The logged-in user's `thing` asked for by id (`rows` holds it, or nothing when it is not theirs)."""
+    if not rows:
+        raise ToolError(f"argument '{thing}_id': you have no {thing} {row_id}; see {listed_by}")
+    return rows[0]
+
+
 def offer_view(row: dict[str, Any]) -> dict[str, Any]:
     return {"offer_id": row["id"], "listing_id": row["listing_id"], "address": row["address"], "city": row["city"],
             "amount": row["amount"], "asking_price": row["price"], "listing_status": row["listing_status"],

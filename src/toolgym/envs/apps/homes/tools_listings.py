@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from toolgym.envs import ToolContext, ToolError, tool
+from toolgym.envs import ToolContext, ToolError, kit, tool
 from toolgym.envs.apps.homes.tool_common import (
     MAX_RESULTS,
     HomeType,
@@ -41,36 +41,26 @@ def search_listings(
         raise ToolError(f"argument 'max_price' must be a positive number of US dollars; got {max_price}")
     if min_beds is not None and not 0 <= min_beds <= 10:
         raise ToolError(f"argument 'min_beds' must be between 0 and 10; got {min_beds}")
-    where, params = ["l.city_id=?"], [place["id"]]
-    if max_price is not None:
-        where.append("l.price<=?")
-        params.append(max_price)
-    if min_beds is not None:
-        where.append("l.beds>=?")
-        params.append(min_beds)
-    if home_type is not None:
-        where.append("l.home_type=?")
-        params.append(home_type)
+    where = kit.Where("l.city_id=?", params=[place["id"]])
+    where.when(max_price, "l.price<=?").when(min_beds, "l.beds>=?").when(home_type, "l.home_type=?")
     if address is not None and address.strip():
-        where.append("lower(l.address) LIKE '%' || lower(?) || '%'")
-        params.append(" ".join(address.split(",")[0].split()))
-    any_status = " AND ".join(where)
+        where.add("lower(l.address) LIKE '%' || lower(?) || '%'", " ".join(address.split(",")[0].split()))
+    any_status, any_status_params = where.sql, list(where.params)
     if status != "any":
-        where.append("l.status=?")
-        params.append(status)
+        where.add("l.status=?", status)
     order = {
         "price": "l.price, l.id", "price_desc": "l.price DESC, l.id", "newest": "l.listed_on DESC, l.id",
         "sqft": "l.sqft DESC, l.id", "price_per_sqft": "(2 * l.price + l.sqft) / (2 * l.sqft), l.id",  # = price_per_sqft()
     }[sort_by]
     found = ctx.query(
         "SELECT l.id, l.address, l.price, l.beds, l.baths, l.sqft, l.home_type, l.status, l.listed_on, l.sold_price, "
-        f"COUNT(*) OVER () AS total FROM listings l WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?",
-        [*params, MAX_RESULTS])
+        f"COUNT(*) OVER () AS total FROM listings l WHERE {where.sql} ORDER BY {order} LIMIT ?",
+        [*where.params, MAX_RESULTS])
     rows = [summary(r, with_city=False) for r in found]
     result: dict[str, Any] = {"city": f"{place['name']}, {place['state']}", "status": status, "sort_by": sort_by,
                               "total_matches": found[0]["total"] if found else 0, "listings": rows}
     if not rows and status != "any":
-        others = ctx.one(f"SELECT COUNT(*) AS n FROM listings l WHERE {any_status}", params[: len(params) - 1])
+        others = ctx.one(f"SELECT COUNT(*) AS n FROM listings l WHERE {any_status}", any_status_params)
         if others and others["n"]:
             result["note"] = f"{others['n']} listing(s) with other statuses match; pass status='any' to see them"
     if not rows and "note" not in result and address is not None and address.strip():

@@ -23,6 +23,7 @@ from toolgym.envs.apps.homes.tool_common import (
     my_offers,
     my_tours,
     offer_view,
+    only_mine,
     require_active,
     tour_date,
     tour_view,
@@ -105,11 +106,7 @@ def cancel_tour(ctx: ToolContext, tour_id: int) -> dict:
     Args:
         tour_id: The tour_id from list_my_tours.
     """
-    me = current_user(ctx)
-    rows = my_tours(ctx, me["id"], "t.id=?", (tour_id,))
-    if not rows:
-        raise ToolError(f"argument 'tour_id': you have no tour {tour_id}; see list_my_tours")
-    tour = rows[0]
+    tour = only_mine(my_tours(ctx, current_user(ctx)["id"], "t.id=?", (tour_id,)), "tour", tour_id, "list_my_tours")
     today = ctx.env.today.isoformat()
     if tour["status"] == "cancelled":
         raise ToolError(f"tour {tour_id} of {tour['address']} is already cancelled")
@@ -156,11 +153,8 @@ def withdraw_offer(ctx: ToolContext, offer_id: int) -> dict:
     Args:
         offer_id: The offer_id from list_my_offers.
     """
-    me = current_user(ctx)
-    rows = my_offers(ctx, me["id"], "o.id=?", (offer_id,))
-    if not rows:
-        raise ToolError(f"argument 'offer_id': you have no offer {offer_id}; see list_my_offers")
-    offer = rows[0]
+    offer = only_mine(my_offers(ctx, current_user(ctx)["id"], "o.id=?", (offer_id,)), "offer", offer_id,
+                      "list_my_offers")
     if offer["status"] != "open":
         raise ToolError(f"offer {offer_id} on {offer['address']} is {offer['status']}; only open offers can be withdrawn")
     ctx.db.execute("UPDATE offers SET status='withdrawn', closed_on=? WHERE id=?", (ctx.env.today.isoformat(), offer_id))

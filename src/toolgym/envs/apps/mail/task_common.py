@@ -16,6 +16,8 @@ from toolgym.envs import World, kit, resolve_date
 from toolgym.envs.apps.mail.content import AUTOMATED, SPAM, TOPICS
 from toolgym.envs.registry import get_app
 
+TEXTS = kit.module_texts(__file__)
+
 AUTOMATED_ADDRESSES = frozenset(a[1] for a in AUTOMATED) | frozenset(s[1] for s in SPAM)
 
 
@@ -39,6 +41,13 @@ class Reader(kit.SeedReader):
 
     def __init__(self, world: World, owner: Owner, today: dt.date) -> None:
         super().__init__(get_app("mail"), world, owner.env(today))
+        self.owner = owner
+        self.today = today
+
+
+def setup(rng: random.Random, world: World) -> Reader:
+    """A mailbox owner and a CURRENT_DATE drawn for a task, and the tools as they see the seed."""
+    return Reader(world, rng.choice(owners(world)), kit.random_day(rng))
 
 
 def folder_id(world: World, owner: Owner, name: str) -> int:
@@ -98,61 +107,15 @@ def overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return a["start"] < b["end"] and b["start"] < a["end"]
 
 
-SEND_TEXTS: tuple[tuple[str, str], ...] = (
-    ("Lunch on Thursday?", "Are you free for lunch on Thursday around noon?"),
-    ("Slides for Monday", "Could you send me the slides before Monday's review?"),
-    ("Quick question about the report", "Do you have five minutes today to go over the report figures?"),
-    ("Thank you!", "Thanks again for your help with the customer demo yesterday."),
-    ("Running late", "I'm running about 15 minutes late for our meeting, sorry!"),
-    ("Updated timeline", "I've moved the deadline to the end of the month; let me know if that works."),
-    ("New analyst", "I'd like to introduce our new analyst, who joins the project next week."),
-    ("Coffee next week?", "Would you like to grab coffee next week to catch up?"),
-    ("Draft ready", "The draft is in the team folder; please take a look when you have a moment."),
-    ("Out on Friday", "I'll be out of office on Friday; please reach out to my manager if anything is urgent."),
-    ("Project kickoff", "We're kicking off the new project on Monday at 10am. Hope you can join."),
-    ("Feedback request", "Could you share your feedback on the proposal by Wednesday?"),
-    ("Contract signed", "Good news: the contract was signed this morning."),
-    ("Welcome aboard", "Welcome to the team! Let me know if you need anything during your first week."),
-    ("Schedule change", "Our weekly sync moves to Tuesdays at 3pm starting next week."),
-    ("Receipts uploaded", "I've uploaded my receipts from the trip; let me know if anything is missing."),
-    ("Happy birthday!", "Happy birthday! Hope you have a great day."),
-    ("Call notes", "Notes from today's call: the client wants a revised quote by Friday."),
-    ("Survey closes tomorrow", "Just a reminder that the team survey closes tomorrow."),
-    ("Team photo", "The team photo is on Thursday at 2pm in the lobby."),
-)
+SEND_TEXTS: tuple[tuple[str, str], ...] = TEXTS["SEND_TEXTS"]
 
-REPLY_TEXTS: tuple[str, ...] = (
-    "Thanks, that works for me.",
-    "I'll review it today and get back to you.",
-    "Could we push this to next week?",
-    "Sounds good, count me in.",
-    "Thanks for the update, I'll share it with the team.",
-    "Let me check with my manager and come back to you tomorrow.",
-    "Great, I'll send the details by Friday.",
-    "Can you resend the latest version?",
-    "Got it, thank you!",
-    "I'm out this week; let's pick this up on Monday.",
-    "Yes, please go ahead.",
-    "I'd prefer the afternoon slot if possible.",
-    "Agreed. Let's finalize it at our next sync.",
-    "Thanks! I've added it to my calendar.",
-)
+REPLY_TEXTS: tuple[str, ...] = TEXTS["REPLY_TEXTS"]
 
-MEETING_TITLES: tuple[str, ...] = (
-    "Project kickoff", "Quarterly planning", "Design sync", "Contract review", "Hiring debrief",
-    "Marketing brainstorm", "Customer escalation", "Budget walkthrough", "Onboarding check-in", "Launch retro",
-    "Vendor evaluation", "Roadmap deep dive", "Sales pipeline sync", "Data review", "Team catch-up",
-    "Mentoring session",
-)
+MEETING_TITLES: tuple[str, ...] = TEXTS["MEETING_TITLES"]
 
 MEETING_STARTS: tuple[str, ...] = ("09:00", "09:30", "10:00", "11:00", "13:30", "14:00", "15:00", "16:00")
 
-OUTSIDE_ADDRESSES: tuple[str, ...] = (
-    "alex.rivera@northwindtraders.com", "priya.nair@contoso.io", "marco.bellini@fabrikam.net",
-    "hannah.okafor@tailspintoys.com", "li.wei@adventure-works.com", "sofia.moreno@wingtiptoys.co",
-    "tom.becker@litware.io", "aisha.khan@proseware.com", "jonas.lind@fourthcoffee.com",
-    "emma.dubois@margiestravel.com",
-)
+OUTSIDE_ADDRESSES: tuple[str, ...] = TEXTS["OUTSIDE_ADDRESSES"]
 
 
 KEYWORDS = tuple(topic.keyword for topic in TOPICS)

@@ -19,13 +19,10 @@ from toolgym.envs.apps.mail.task_common import (
 )
 from toolgym.schema import AnswerContains, DiffOnly, ExpectedChange, FieldEquals, RowExists
 
+TEXTS = kit.module_texts(__file__)
+
 
 def cancel_meeting(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Cancel my \"{title}\" meeting on {date}.",
-        "Please call off \"{title}\" on {date}; I organized it.",
-        "I need to cancel the meeting \"{title}\" that I set up for {date}.",
-)
     owner = rng.choice(owners(world))
     today = kit.random_day(rng)
     rows = world.query(
@@ -42,7 +39,7 @@ def cancel_meeting(rng: random.Random, world: World) -> TaskDraft | None:
     if len(same_day) != 1:
         return None
     when = kit.human_date(dt.date.fromisoformat(day), weekday=True)
-    phrasing, prompt = kit.phrase(rng, phrasings, title=event["title"], date=when)
+    phrasing, prompt = kit.phrase(rng, TEXTS["cancel_meeting"], title=event["title"], date=when)
     return TaskDraft(
         prompt=prompt,
         env_variables=owner.env(today),
@@ -60,26 +57,6 @@ def cancel_meeting(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def accept_invites_without_clashes(rng: random.Random, world: World) -> TaskDraft | None:
-    decline_phrasings = (
-        "Accept all my pending meeting invitations for {noun}, except ones that clash with meetings already on my "
-        "calendar. Decline those.",
-        "For {noun}: accept every invite I haven't answered yet unless it overlaps something already on my "
-        "calendar; decline the ones that overlap.",
-        "Go through my unanswered invitations for {noun}. If one doesn't conflict with my existing meetings, "
-        "accept it; if it does, decline it.",
-        "Handle my pending invitations for {noun}: say yes to the ones that fit my calendar and no to the ones "
-        "that overlap an existing meeting.",
-)
-    leave_phrasings = (
-        "Accept all pending invites for {noun} except the ones that overlap with meetings I already have. Leave "
-        "the overlapping ones unanswered.",
-        "Please accept my open invitations for {noun}, but skip any that clash with my current calendar (don't "
-        "respond to those).",
-        "RSVP yes to every pending invitation for {noun} that fits around my existing meetings; leave the clashing "
-        "ones alone.",
-        "I have some unanswered invites for {noun}. Accept the ones that don't overlap my existing meetings and "
-        "don't reply to the others.",
-)
     owner = rng.choice(owners(world))
     days = [r["day"] for r in world.query(
         "SELECT DISTINCT substr(e.start, 1, 10) AS day FROM event_invites i JOIN calendar_events e "
@@ -127,8 +104,8 @@ def accept_invites_without_clashes(rng: random.Random, world: World) -> TaskDraf
     answer = f"Accepted: {accepted_titles}. " + (
         f"Declined because they clash: {clash_titles}." if decline else f"Left unanswered (clash): {clash_titles}."
 )
-    phrasing, prompt = kit.phrase(rng, decline_phrasings if decline else leave_phrasings, noun=when.noun)
-    phrasing += 0 if decline else len(decline_phrasings)
+    phrasing, prompt = kit.phrase(rng, TEXTS["accept_invites_without_clashes.decline_phrasings"] if decline else TEXTS["accept_invites_without_clashes.leave_phrasings"], noun=when.noun)
+    phrasing += 0 if decline else len(TEXTS["accept_invites_without_clashes.decline_phrasings"])
     return TaskDraft(
         prompt=prompt,
         env_variables=owner.env(when.today),
@@ -141,13 +118,6 @@ def accept_invites_without_clashes(rng: random.Random, world: World) -> TaskDraf
 
 
 def agenda_for_day(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "What's on my calendar {adverb}{part}?",
-        "Which meetings do I have {adverb}{part}? Give me the titles and start times.",
-        "Do I have any meetings {adverb}{part}? Tell me what they are.",
-        "List my meetings {adverb}{part}, please.",
-)
-    parts = ("", " morning", " afternoon")
     owner = rng.choice(owners(world))
     days = [r["day"] for r in world.query(
         "SELECT DISTINCT substr(e.start, 1, 10) AS day FROM calendar_events e WHERE e.status='scheduled' "
@@ -160,7 +130,7 @@ def agenda_for_day(rng: random.Random, world: World) -> TaskDraft | None:
     when = pick_when(rng, dt.date.fromisoformat(rng.choice(days)))
     if when is None:
         return None
-    part = rng.choice(parts)
+    part = rng.choice(TEXTS["agenda_for_day.parts"])
     events = Reader(world, owner, when.today)(t.list_events, date=when.argument)
     if part == " morning":
         events = [e for e in events if e["start"][11:] < "12:00"]
@@ -173,7 +143,7 @@ def agenda_for_day(rng: random.Random, world: World) -> TaskDraft | None:
     if adverb == "today" and part:  # "this morning", not "today morning"
         adverb, part = f"this{part}", ""
     listing = "; ".join(f"{e['start'][11:]}-{e['end'][11:]} {e['title']} ({e['location']})" for e in events)
-    phrasing, prompt = kit.phrase(rng, phrasings, adverb=adverb, part=part)
+    phrasing, prompt = kit.phrase(rng, TEXTS["agenda_for_day.phrasings"], adverb=adverb, part=part)
     return TaskDraft(
         prompt=prompt,
         env_variables=owner.env(when.today),
@@ -186,12 +156,6 @@ def agenda_for_day(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def schedule_meeting(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Schedule a meeting called \"{title}\" with {name} {adverb} from {start} to {end} in {location}.",
-        "Set up \"{title}\" {adverb}, {start} to {end}, location {location}, and invite {name}.",
-        "Book {location} {adverb} from {start} until {end} for a meeting named \"{title}\" with {name}.",
-        "Can you put \"{title}\" on my calendar {adverb} ({start}-{end}, {location}) and send {name} an invite?",
-)
     owner = rng.choice(owners(world))
     day = kit.random_day(rng, dt.date(2026, 4, 2), dt.date(2026, 9, 7))
     if day.weekday() >= 5:
@@ -210,8 +174,8 @@ def schedule_meeting(rng: random.Random, world: World) -> TaskDraft | None:
     style = rng.randrange(3)
     new_id = kit.next_id(world, "calendar_events")
     iso = day.isoformat()
-    phrasing, prompt = kit.phrase(rng, phrasings, title=title, name=contact["name"], adverb=when.adverb,
-                               start=kit.clock(start, style), end=kit.clock(end, style), location=location)
+    phrasing, prompt = kit.phrase(rng, TEXTS["schedule_meeting"], title=title, name=contact["name"], adverb=when.adverb,
+                                  start=kit.clock(start, style), end=kit.clock(end, style), location=location)
     return TaskDraft(
         prompt=prompt,
         env_variables=owner.env(when.today),

@@ -15,23 +15,15 @@ from toolgym.envs.apps.mail.task_common import (
     SEND_TEXTS,
     Reader,
     owners,
+    setup,
 )
+
+TEXTS = kit.module_texts(__file__)
 
 
 def reply_to_missing_message(rng: random.Random, world: World) -> TaskDraft | None:
-    about_phrasings = (
-        "Reply to {sender}'s email about the {kw} and tell them \"{text}\"",
-        "Answer the message {sender} sent me about {kw} with: \"{text}\"",
-        "Find {sender}'s email on the {kw} and reply \"{text}\"",
-)
-    never_phrasings = (
-        "Reply to {sender}'s latest email with \"{text}\"",
-        "{sender} emailed me recently. Send a reply to that message saying \"{text}\"",
-        "Answer the last message from {sender}: \"{text}\"",
-)
-    owner = rng.choice(owners(world))
-    today = kit.random_day(rng)
-    reader = Reader(world, owner, today)
+    reader = setup(rng, world)
+    owner, today = reader.owner, reader.today
     contact = rng.choice(reader(t.search_contacts))
     text = rng.choice(REPLY_TEXTS)
     from_them = reader(t.search_messages, sender=contact["name"])["messages"]
@@ -39,12 +31,12 @@ def reply_to_missing_message(rng: random.Random, world: World) -> TaskDraft | No
         keyword = rng.choice(KEYWORDS)
         if reader(t.search_messages, sender=contact["name"], query=keyword)["total"]:
             return None
-        phrasing, prompt = kit.phrase(rng, about_phrasings, sender=contact["name"], kw=keyword, text=text)
+        phrasing, prompt = kit.phrase(rng, TEXTS["reply_to_missing_message.about_phrasings"], sender=contact["name"], kw=keyword, text=text)
         gold = [kit.call("search_messages", sender=contact["name"], query=keyword)]
         reason = f"there is no email from {contact['name']} about the {keyword} in your mailbox"
     else:
-        phrasing, prompt = kit.phrase(rng, never_phrasings, sender=contact["name"], text=text)
-        phrasing += len(about_phrasings)
+        phrasing, prompt = kit.phrase(rng, TEXTS["reply_to_missing_message.never_phrasings"], sender=contact["name"], text=text)
+        phrasing += len(TEXTS["reply_to_missing_message.about_phrasings"])
         gold = [kit.call("search_messages", sender=contact["name"])]
         reason = f"{contact['name']} has not sent you any email"
     return TaskDraft(
@@ -59,11 +51,6 @@ def reply_to_missing_message(rng: random.Random, world: World) -> TaskDraft | No
 
 
 def accept_cancelled_invite(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Accept the invitation to \"{title}\" on {date}.",
-        "RSVP yes to {organizer}'s \"{title}\" meeting on {date}.",
-        "Please accept the \"{title}\" invite for {date}.",
-)
     owner = rng.choice(owners(world))
     rows = world.query(
         "SELECT e.id, e.title, e.start FROM event_invites i JOIN calendar_events e ON e.id = i.event_id "
@@ -84,7 +71,7 @@ def accept_cancelled_invite(rng: random.Random, world: World) -> TaskDraft | Non
     invite = invites[0]
     when = f"{day:%B} {day.day}"
     phrasing, prompt = kit.phrase(
-        rng, phrasings, title=event["title"], organizer=invite["organizer"], date=when)
+        rng, TEXTS["accept_cancelled_invite"], title=event["title"], organizer=invite["organizer"], date=when)
     return TaskDraft(
         prompt=prompt,
         env_variables=owner.env(today),
@@ -98,14 +85,8 @@ def accept_cancelled_invite(rng: random.Random, world: World) -> TaskDraft | Non
 
 
 def send_to_non_contact(rng: random.Random, world: World) -> TaskDraft | None:
-    by_address = (
-        "Send an email to {who} with the subject \"{subject}\" saying \"{body}\"",
-        "Email {who}: subject \"{subject}\", text \"{body}\"",
-        "Please write a new message to {who}. Subject \"{subject}\"; body \"{body}\"",
-)
-    owner = rng.choice(owners(world))
-    today = kit.random_day(rng)
-    reader = Reader(world, owner, today)
+    reader = setup(rng, world)
+    owner, today = reader.owner, reader.today
     known = {c["email"] for c in reader(t.search_contacts)}
     if rng.random() < 0.5:
         strangers = world.query(
@@ -120,7 +101,7 @@ def send_to_non_contact(rng: random.Random, world: World) -> TaskDraft | None:
     if who in known or reader(t.search_contacts, query=query):
         return None
     subject, body = rng.choice(SEND_TEXTS)
-    phrasing, prompt = kit.phrase(rng, by_address, who=who, subject=subject, body=body)
+    phrasing, prompt = kit.phrase(rng, TEXTS["send_to_non_contact.by_address"], who=who, subject=subject, body=body)
     return TaskDraft(
         prompt=prompt,
         env_variables=owner.env(today),

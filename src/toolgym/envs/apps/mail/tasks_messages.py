@@ -17,8 +17,11 @@ from toolgym.envs.apps.mail.task_common import (
     folder_id,
     is_person,
     owners,
+    setup,
 )
 from toolgym.schema import AnswerContains, DiffOnly, ExpectedChange, FieldEquals, RowExists
+
+TEXTS = kit.module_texts(__file__)
 
 
 def _received(messages: list[dict], owner: Owner) -> list[dict]:
@@ -39,12 +42,6 @@ def _single_sender(messages: list[dict]) -> bool:
 
 
 def latest_sender_about_topic(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Who sent me the most recent email about the {kw}?",
-        "Which person emailed me last about {kw}? Just give me their name.",
-        "Find the latest message someone sent me regarding the {kw} and tell me who it's from.",
-        "I need to follow up on the {kw} thread. Who was the last person to write to me about it?",
-)
     owner = rng.choice(owners(world))
     today = kit.random_day(rng)
     keyword = rng.choice(KEYWORDS)
@@ -52,7 +49,7 @@ def latest_sender_about_topic(rng: random.Random, world: World) -> TaskDraft | N
     latest = _clear_latest(_received(found["messages"], owner))
     if latest is None:
         return None
-    phrasing, prompt = kit.phrase(rng, phrasings, kw=keyword)
+    phrasing, prompt = kit.phrase(rng, TEXTS["latest_sender_about_topic"], kw=keyword)
     return TaskDraft(
         prompt=prompt,
         env_variables=owner.env(today),
@@ -66,11 +63,6 @@ def latest_sender_about_topic(rng: random.Random, world: World) -> TaskDraft | N
 
 
 def attachment_name(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "What is the name of the file {sender} attached to the email \"{subject}\"?",
-        "{sender} sent me \"{subject}\" with an attachment. What's the attachment called?",
-        "Look up the attachment on {sender}'s message \"{subject}\" and tell me its file name.",
-)
     owner = rng.choice(owners(world))
     today = kit.random_day(rng)
     rows = world.query(
@@ -89,7 +81,7 @@ def attachment_name(rng: random.Random, world: World) -> TaskDraft | None:
     hits = reader(t.search_messages, sender=pick["sender_name"], query=pick["subject"])["messages"]
     if [m["id"] for m in hits if m["attachments"]] != [pick["id"]] or not _single_sender(hits):
         return None
-    phrasing, prompt = kit.phrase(rng, phrasings, sender=pick["sender_name"], subject=pick["subject"])
+    phrasing, prompt = kit.phrase(rng, TEXTS["attachment_name"], sender=pick["sender_name"], subject=pick["subject"])
     return TaskDraft(
         prompt=prompt,
         env_variables=owner.env(today),
@@ -105,12 +97,6 @@ def attachment_name(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def send_to_contact(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Send {name} an email with the subject \"{subject}\" and this text: \"{body}\"",
-        "Email {name}. Subject: \"{subject}\". Message: \"{body}\"",
-        "Could you write to {name}? Use the subject \"{subject}\" and say \"{body}\"",
-        "Please send a new message to {name} saying \"{body}\" with \"{subject}\" as the subject.",
-)
     owner = rng.choice(owners(world))
     today = kit.random_day(rng)
     contacts = Reader(world, owner, today)(t.search_contacts)
@@ -119,7 +105,7 @@ def send_to_contact(rng: random.Random, world: World) -> TaskDraft | None:
     if world.one("SELECT id FROM messages WHERE owner=? AND subject=?", (owner.username, subject)):
         return None
     new_id = kit.next_id(world, "messages")
-    phrasing, prompt = kit.phrase(rng, phrasings, name=contact["name"], subject=subject, body=body)
+    phrasing, prompt = kit.phrase(rng, TEXTS["send_to_contact"], name=contact["name"], subject=subject, body=body)
     return TaskDraft(
         prompt=prompt,
         env_variables=owner.env(today),
@@ -144,11 +130,6 @@ def send_to_contact(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def forward_latest_about_topic(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Forward the most recent email I received about the {kw} to {name}.",
-        "{name} needs to see the latest message I got about the {kw}. Please forward it to them.",
-        "Find the newest email someone sent me about {kw} and forward it to {name}.",
-)
     owner = rng.choice(owners(world))
     today = kit.random_day(rng)
     keyword = rng.choice(KEYWORDS)
@@ -163,7 +144,7 @@ def forward_latest_about_topic(rng: random.Random, world: World) -> TaskDraft | 
     expected = [ExpectedChange(table="messages", op="insert",
                                where={"owner": owner.username, "forwarded_from": latest["id"]})]
     expected += [ExpectedChange(table="attachments", op="insert", where={"message_id": new_id}) for _ in files]
-    phrasing, prompt = kit.phrase(rng, phrasings, kw=keyword, name=contact["name"])
+    phrasing, prompt = kit.phrase(rng, TEXTS["forward_latest_about_topic"], kw=keyword, name=contact["name"])
     return TaskDraft(
         prompt=prompt,
         env_variables=owner.env(today),
@@ -185,15 +166,8 @@ def forward_latest_about_topic(rng: random.Random, world: World) -> TaskDraft | 
 
 
 def move_latest_unread_from_sender(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Move the newest unread email from {sender} into my {folder} folder.",
-        "There's an unread message from {sender}, the most recent one. File it under {folder}.",
-        "Take the latest unread email {sender} sent me and put it in the {folder} folder. Leave it unread.",
-        "Please move {sender}'s most recent unread message to {folder}.",
-)
-    owner = rng.choice(owners(world))
-    today = kit.random_day(rng)
-    reader = Reader(world, owner, today)
+    reader = setup(rng, world)
+    owner, today = reader.owner, reader.today
     unread = _received(reader(t.search_messages, unread_only=True, limit=50)["messages"], owner)
     senders = sorted({m["sender"] for m in unread})
     if not senders:
@@ -206,7 +180,7 @@ def move_latest_unread_from_sender(rng: random.Random, world: World) -> TaskDraf
     folders = [f["name"] for f in reader(t.list_folders)
                if f["name"] not in ("Inbox", "Sent", "Deleted Items", "Junk Email", target["folder"])]
     folder = rng.choice(folders)
-    phrasing, prompt = kit.phrase(rng, phrasings, sender=sender, folder=folder)
+    phrasing, prompt = kit.phrase(rng, TEXTS["move_latest_unread_from_sender"], sender=sender, folder=folder)
     return TaskDraft(
         prompt=prompt,
         env_variables=owner.env(today),
@@ -227,15 +201,8 @@ def move_latest_unread_from_sender(rng: random.Random, world: World) -> TaskDraf
 
 
 def reply_to_last_from(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Reply to the last email from {sender} with: \"{text}\"",
-        "Answer {sender}'s most recent message. Say: \"{text}\"",
-        "{sender} wrote to me recently. Reply to their latest email with \"{text}\"",
-        "Send a reply to the newest message I got from {sender}: \"{text}\"",
-)
-    owner = rng.choice(owners(world))
-    today = kit.random_day(rng)
-    reader = Reader(world, owner, today)
+    reader = setup(rng, world)
+    owner, today = reader.owner, reader.today
     received = _received(reader(t.search_messages, limit=50)["messages"], owner)
     senders = sorted({m["sender"] for m in received if is_person(m["sender_address"])})
     if not senders:
@@ -247,7 +214,7 @@ def reply_to_last_from(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     text = rng.choice(REPLY_TEXTS)
     new_id = kit.next_id(world, "messages")
-    phrasing, prompt = kit.phrase(rng, phrasings, sender=sender, text=text)
+    phrasing, prompt = kit.phrase(rng, TEXTS["reply_to_last_from"], sender=sender, text=text)
     return TaskDraft(
         prompt=prompt,
         env_variables=owner.env(today),
@@ -273,15 +240,8 @@ def reply_to_last_from(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def triage_unread_from_sender(rng: random.Random, world: World) -> TaskDraft | None:
-    phrasings = (
-        "Mark every unread email from {sender} in my inbox as read and move them all to {folder}.",
-        "Clean up my inbox: all unread messages from {sender} should be marked read and filed in {folder}.",
-        "Go through my inbox, take the unread emails from {sender}, mark them as read, then move them to the "
-        "{folder} folder. Don't touch anything else.",
-)
-    owner = rng.choice(owners(world))
-    today = kit.random_day(rng)
-    reader = Reader(world, owner, today)
+    reader = setup(rng, world)
+    owner, today = reader.owner, reader.today
     unread = reader(t.search_messages, folder="Inbox", unread_only=True, limit=50)["messages"]
     counts: dict[str, int] = {}
     for message in unread:
@@ -312,7 +272,7 @@ def triage_unread_from_sender(rng: random.Random, world: World) -> TaskDraft | N
         expected.append(ExpectedChange(table="messages", op="update", where={"id": message["id"]},
                                        fields=["is_read", "folder_id"]))
     checks.append(DiffOnly(expected=expected, weight=2.0, label="only those messages changed"))
-    phrasing, prompt = kit.phrase(rng, phrasings, sender=sender, folder=folder)
+    phrasing, prompt = kit.phrase(rng, TEXTS["triage_unread_from_sender"], sender=sender, folder=folder)
     return TaskDraft(
         prompt=prompt,
         env_variables=owner.env(today),

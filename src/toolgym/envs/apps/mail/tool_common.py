@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from toolgym.envs import ToolContext, ToolError
+from toolgym.envs import ToolContext, ToolError, kit
 
 SYSTEM_FOLDER_ORDER = ("Inbox", "Sent", "Archive", "Deleted Items", "Junk Email")
 MAX_LIST = 50
@@ -16,13 +16,7 @@ _TIME = re.compile(r"^(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?$", re.IGNO
 
 def me(ctx: ToolContext) -> dict[str, Any]:
     """The logged-in user's directory row; mail tools need a mailbox."""
-    username = ctx.env.require_user()
-    row = ctx.one("SELECT username, name, email, has_mailbox FROM users WHERE username=?", (username,))
-    if row is None:
-        raise ToolError(f"the logged-in user {username!r} is not in the directory")
-    if not row["has_mailbox"]:
-        raise ToolError(f"user {username!r} has no mailbox in this organisation")
-    return row
+    return kit.directory_member(ctx, "username, name, email", "has_mailbox", "mailbox")
 
 
 def cutoff(ctx: ToolContext) -> str:

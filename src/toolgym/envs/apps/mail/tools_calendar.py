@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from toolgym.envs import ToolContext, ToolError, tool
+from toolgym.envs import ToolContext, ToolError, kit, tool
 from toolgym.envs.apps.mail.tool_common import (
     MAX_LIST,
     calendar_between,
@@ -69,26 +69,22 @@ def list_invites(ctx: ToolContext, status: Literal["pending", "accepted", "decli
         date: Only invitations for meetings on this day (YYYY-MM-DD, 'tomorrow', 'next Monday', ...).
     """
     user = me(ctx)
-    clauses = ["i.invitee_email = ?"]
-    params: list[Any] = [user["email"]]
+    where = kit.Where("i.invitee_email = ?", params=[user["email"]])
     if status != "all":
-        clauses.append("i.response = ?")
-        params.append(status)
+        where.add("i.response = ?", status)
     if date is not None:
         day = ctx.env.date(date)
-        clauses.append("e.start >= ? AND e.start <= ?")
-        params += [f"{day}T00:00", f"{day}T23:59"]
+        where.add("e.start >= ? AND e.start <= ?", f"{day}T00:00", f"{day}T23:59")
     else:
-        clauses.append("e.start >= ?")
-        params.append(f"{ctx.env.today.isoformat()}T00:00")
+        where.add("e.start >= ?", f"{ctx.env.today.isoformat()}T00:00")
     return [
         {"event_id": r["id"], "title": r["title"], "start": r["start"], "end": r["end"], "location": r["location"],
          "organizer": r["organizer"], "my_response": r["response"], "event_status": r["status"]}
         for r in ctx.query(
             "SELECT e.id, e.title, e.start, e.\"end\", e.location, e.status, u.name AS organizer, i.response "
             "FROM event_invites i JOIN calendar_events e ON e.id = i.event_id JOIN users u ON u.username = e.organizer "
-            f"WHERE {' AND '.join(clauses)} ORDER BY e.start, e.id LIMIT {MAX_LIST}",
-            params,
+            f"WHERE {where.sql} ORDER BY e.start, e.id LIMIT {MAX_LIST}",
+            where.params,
         )
     ]
 

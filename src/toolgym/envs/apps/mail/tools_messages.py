@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolgym.envs import ToolContext, ToolError, tool
+from toolgym.envs import ToolContext, ToolError, kit, tool
 from toolgym.envs.apps.mail.tool_common import (
     MAX_LIST,
     SUMMARY_SQL,
@@ -103,29 +103,25 @@ def search_messages(ctx: ToolContext, query: str | None = None, sender: str | No
     owner = me(ctx)["username"]
     if not 1 <= limit <= MAX_LIST:
         raise ToolError(f"argument 'limit' must be between 1 and {MAX_LIST}; got {limit}")
-    clauses = ["m.owner=?", "m.sent_at <= ?"]
-    params: list[Any] = [owner, cutoff(ctx)]
+    where = kit.Where("m.owner=?", "m.sent_at <= ?", params=[owner, cutoff(ctx)])
     if query is not None:
         words = query.split()
         if not words:
             raise ToolError("argument 'query' is empty; leave it out to match every message")
         for word in words:
-            clauses.append("(instr(lower(m.subject), ?) > 0 OR instr(lower(m.body), ?) > 0)")
-            params += [word.lower(), word.lower()]
+            where.add("(instr(lower(m.subject), ?) > 0 OR instr(lower(m.body), ?) > 0)", word.lower(), word.lower())
     if sender is not None:
         who = sender.strip().lower()
         if not who:
             raise ToolError("argument 'sender' is empty; give part of a name or address")
-        clauses.append("(instr(lower(m.sender_name), ?) > 0 OR instr(lower(m.sender_address), ?) > 0)")
-        params += [who, who]
+        where.add("(instr(lower(m.sender_name), ?) > 0 OR instr(lower(m.sender_address), ?) > 0)", who, who)
     if folder is not None:
-        clauses.append("m.folder_id=?")
-        params.append(folder_row(ctx, owner, folder)["id"])
+        where.add("m.folder_id=?", folder_row(ctx, owner, folder)["id"])
     if unread_only:
-        clauses.append("m.is_read=0")
-    where = " AND ".join(clauses)
-    total = ctx.one(f"SELECT COUNT(*) AS n FROM messages m WHERE {where}", params)
-    rows = ctx.query(f"{SUMMARY_SQL} WHERE {where} ORDER BY m.sent_at DESC, m.id DESC LIMIT ?", [*params, limit])
+        where.add("m.is_read=0")
+    total = ctx.one(f"SELECT COUNT(*) AS n FROM messages m WHERE {where.sql}", where.params)
+    rows = ctx.query(f"{SUMMARY_SQL} WHERE {where.sql} ORDER BY m.sent_at DESC, m.id DESC LIMIT ?",
+                     [*where.params, limit])
     return {"total": total["n"] if total else 0, "messages": [summary(r) for r in rows]}
 
 
@@ -315,14 +311,13 @@ def search_contacts(ctx: ToolContext, query: str = "") -> list[dict[str, Any]]:
         query: Words that must all appear in the contact's name, email or company.
     """
     owner = me(ctx)["username"]
-    clauses, params = ["owner=?"], [owner]
+    where = kit.Where("owner=?", params=[owner])
     for word in query.split():
-        clauses.append("instr(lower(name || ' ' || email || ' ' || company), ?) > 0")
-        params.append(word.lower())
+        where.add("instr(lower(name || ' ' || email || ' ' || company), ?) > 0", word.lower())
     rows = ctx.query(
-        f"SELECT id, name, email, company, phone, is_favorite FROM contacts WHERE {' AND '.join(clauses)} "
+        f"SELECT id, name, email, company, phone, is_favorite FROM contacts WHERE {where.sql} "
         f"ORDER BY name, email LIMIT {MAX_LIST}",
-        params,
+        where.params,
     )
     return [{"name": r["name"], "email": r["email"], "company": r["company"], "phone": r["phone"],
              "favorite": bool(r["is_favorite"])} for r in rows]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from toolgym.envs.kit.dates import WEEKDAY_NAMES
+from toolgym.envs.kit.sql import Where
 
 EARTH_RADIUS_KM = 6371.0
 CATEGORIES: tuple[str, ...] = (
@@ -137,42 +138,26 @@ def query_words(query: str | None) -> list[str]:
     return [w for w in re.split(r"[^\w'&.-]+", (query or "").casefold()) if w]
 
 
-def _open_filter(day: dt.date, at: str | None) -> tuple[str, list[Any]]:
-    """SQL condition for 'open on day (at time)': hours that weekday cover the time, and no closure that date."""
-    hours = "SELECT place_id FROM opening_hours WHERE weekday=?"
-    params: list[Any] = [day.weekday()]
-    if at is not None:
-        hours += " AND opens <= ? AND closes > ?"
-        params += [at, at]
-    sql = f" AND id IN ({hours}) AND id NOT IN (SELECT place_id FROM closures WHERE date=?)"
-    return sql, [*params, day.isoformat()]
+def _open_filter(where: Where, day: dt.date | None, at: str | None) -> Where:
+    """'Open on day (at time)', when a day is given: hours that weekday cover the time, and no closure that date."""
+    if day is None:
+        return where
+    hours = "SELECT place_id FROM opening_hours WHERE weekday=?" + (" AND opens <= ? AND closes > ?" if at is not None else "")
+    return where.add(f"id IN ({hours}) AND id NOT IN (SELECT place_id FROM closures WHERE date=?)",
+                     day.weekday(), *((at, at) if at is not None else ()), day.isoformat())
 
 
 def _search_where(
     query: str | None, category: str | None, city: str | None, day: dt.date | None, at: str | None,
     min_rating: float | None, max_price_level: int | None,
 ) -> tuple[str, list[Any]]:
-    sql, params = "1=1", []
+    where = Where("1=1")
     for word in query_words(query):
-        sql += " AND instr(search_text, ?) > 0"
-        params.append(word)
-    if category is not None:
-        sql += " AND category=?"
-        params.append(category)
-    if city is not None:
-        sql += " AND city=?"
-        params.append(city)
-    if min_rating is not None:
-        sql += " AND rating >= ?"
-        params.append(min_rating)
-    if max_price_level is not None:
-        sql += " AND price_level IS NOT NULL AND price_level <= ?"
-        params.append(max_price_level)
-    if day is not None:
-        condition, extra = _open_filter(day, at)
-        sql += condition
-        params += extra
-    return sql, params
+        where.add("instr(search_text, ?) > 0", word)
+    where.when(category, "category=?").when(city, "city=?").when(min_rating, "rating >= ?")
+    where.when(max_price_level, "price_level IS NOT NULL AND price_level <= ?")
+    _open_filter(where, day, at)
+    return where.sql, where.params
 
 
 def search(
@@ -202,23 +187,12 @@ def nearby_light(
     """
     dlat = radius_km / 110.0
     dlon = radius_km / (110.0 * math.cos(math.radians(lat)))
-    sql = "SELECT id, lat, lon, rating FROM places WHERE lat BETWEEN ? AND ? AND lon BETWEEN ? AND ?"
-    params: list[Any] = [lat - dlat, lat + dlat, lon - dlon, lon + dlon]
-    if category is not None:
-        sql += " AND category=?"
-        params.append(category)
-    if min_rating is not None:
-        sql += " AND rating >= ?"
-        params.append(min_rating)
-    if exclude_id is not None:
-        sql += " AND id != ?"
-        params.append(exclude_id)
-    if day is not None:
-        condition, extra = _open_filter(day, at)
-        sql += condition
-        params += extra
+    where = Where("lat BETWEEN ? AND ? AND lon BETWEEN ? AND ?",
+                      params=[lat - dlat, lat + dlat, lon - dlon, lon + dlon])
+    where.when(category, "category=?").when(min_rating, "rating >= ?").when(exclude_id, "id != ?")
+    _open_filter(where, day, at)
     found = []
-    for row in source.query(sql + " ORDER BY id", params):
+    for row in source.query(f"SELECT id, lat, lon, rating FROM places WHERE {where.sql} ORDER BY id", where.params):
         exact = straight_km(lat, lon, row["lat"], row["lon"])
         if exact <= radius_km:
             found.append({"id": row["id"], "rating": row["rating"], "exact_km": exact,

@@ -16,12 +16,10 @@ from toolgym.envs import World, kit
 from toolgym.envs.apps.maps.rules import WEEKDAY_NAMES, nearby
 from toolgym.schema import Check, ExpectedChange, FieldEquals, RowExists
 
+TEXTS = kit.module_texts(__file__)
+
 MIN_GAP_KM = 0.1  # the runner-up must be at least this much farther for "nearest" to be clear-cut
-CATEGORY_WORDS = {
-    "restaurant": "restaurant", "cafe": "cafe", "bakery": "bakery", "bar": "bar", "museum": "museum",
-    "park": "park", "pharmacy": "pharmacy", "gas_station": "gas station", "supermarket": "supermarket",
-    "gym": "gym", "library": "library", "office": "office",
-}
+CATEGORY_WORDS = TEXTS["CATEGORY_WORDS"]
 MODE_WORDS = {"walk": ("walk", "on foot"), "bike": ("bike", "by bike"), "drive": ("drive", "by car"),
               "transit": ("take transit", "by public transit")}
 REVIEW_LINES: dict[int, tuple[str, ...]] = {
@@ -61,6 +59,13 @@ def user_lists(world: World, user_id: int) -> list[dict[str, Any]]:
 
 def in_list(world: World, list_id: int, place_id: int) -> bool:
     return world.one("SELECT 1 AS x FROM saved_places WHERE list_id=? AND place_id=?", (list_id, place_id)) is not None
+
+
+def list_to_save_in(rng: random.Random, world: World, place_id: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """A user and one of their lists to save the place to; None when that list holds it already."""
+    user = rng.choice(users(world))
+    target = rng.choice(user_lists(world, user["id"]))
+    return None if in_list(world, target["id"], place_id) else (user, target)
 
 
 def has_reviewed(world: World, user_id: int, place_id: int) -> bool:

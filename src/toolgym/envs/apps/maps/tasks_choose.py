@@ -10,22 +10,16 @@ from toolgym.envs.apps.maps.rules import nearby, search
 from toolgym.envs.apps.maps.task_common import (
     CATEGORY_WORDS,
     clock_words,
-    in_list,
+    list_to_save_in,
     nearest_open,
     on_day,
     saved_change,
     saved_checks,
     soon_phrase,
-    user_lists,
-    users,
 )
 
-CLOSEST_OPEN = (
-    "Find the {cat} closest to {o} that's open {day} at {time} and save it to my '{l}' list.",
-    "I need a {cat} near {o} that will be open at {time} {day}. Pick the nearest one and add it to my {l} list.",
-    "Which {cat} is nearest to {o} and open {day} at {time}? Put it on my \"{l}\" list.",
-    "Save the nearest {cat} to {o} that is still open {day} at {time} in my list {l}.",
-)
+TEXTS = kit.module_texts(__file__)
+
 EDGE_TIMES = ("07:00", "07:30", "08:00", "09:00", "10:00", "18:30", "20:00", "21:00", "21:30", "22:00", "22:30")
 CLOSEST_CATEGORIES = ("pharmacy", "pharmacy", "gas_station", "supermarket", "cafe", "bakery", "gym")
 
@@ -49,14 +43,14 @@ def closest_open_save(rng: random.Random, world: World) -> TaskDraft | None:
     overall = nearby(world, origin["lat"], origin["lon"], 9.5, category, exclude_id=origin["id"])
     if overall[0]["id"] == winner["id"] and rng.random() < 0.7:
         return None
-    user = rng.choice(users(world))
-    target = rng.choice(user_lists(world, user["id"]))
-    if in_list(world, target["id"], winner["id"]):
+    chosen = list_to_save_in(rng, world, winner["id"])
+    if chosen is None:
         return None
+    user, target = chosen
     phrase = soon_phrase(rng, today, offset)
-    phrasing = rng.randrange(len(CLOSEST_OPEN))
-    prompt = CLOSEST_OPEN[phrasing].format(cat=CATEGORY_WORDS[category], o=origin["name"], day=on_day(phrase),
-                                           time=clock_words(rng, at), l=target["name"])
+    phrasing = rng.randrange(len(TEXTS["CLOSEST_OPEN"]))
+    prompt = TEXTS["CLOSEST_OPEN"][phrasing].format(cat=CATEGORY_WORDS[category], o=origin["name"], day=on_day(phrase),
+                                                    time=clock_words(rng, at), l=target["name"])
     return TaskDraft(
         prompt=prompt,
         checks=[*saved_checks(target["id"], winner), kit.diff_only([saved_change(target["id"], winner["id"])]),
@@ -76,11 +70,6 @@ def closest_open_save(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-BEST_RATED = (
-    "Add the highest-rated {what} in {city} that's open {day} at {time} to my '{l}' list.",
-    "I want to try the best-rated {what} in {city} that will be open at {time} {day}. Save it to my {l} list.",
-    "Among {whats} in {city} open {day} at {time}, pick the one with the best rating and put it on my \"{l}\" list.",
-)
 RATED_CATEGORIES = ("restaurant", "restaurant", "cafe", "bar", "bakery", "museum")
 PLURALS = {"restaurant": "restaurants", "cafe": "cafes", "bar": "bars", "bakery": "bakeries", "museum": "museums"}
 RATED_TIMES = ("08:00", "10:00", "12:00", "13:30", "17:00", "19:00", "20:30", "21:30", "22:30")
@@ -106,16 +95,16 @@ def best_rated_save(rng: random.Random, world: World) -> TaskDraft | None:
     best = kit.unique_best(candidates, "rating", largest=True)
     if best is None or (every[0]["id"] == best["id"] and rng.random() < 0.6):
         return None
-    user = rng.choice(users(world))
-    target = rng.choice(user_lists(world, user["id"]))
-    if in_list(world, target["id"], best["id"]):
+    chosen = list_to_save_in(rng, world, best["id"])
+    if chosen is None:
         return None
+    user, target = chosen
     phrase = soon_phrase(rng, today, offset)
     what = f"{cuisine.title()} restaurant" if cuisine else CATEGORY_WORDS[category]
     whats = f"{cuisine.title()} restaurants" if cuisine else PLURALS[category]
-    phrasing = rng.randrange(len(BEST_RATED))
-    prompt = BEST_RATED[phrasing].format(what=what, whats=whats, city=city, day=on_day(phrase),
-                                         time=clock_words(rng, at), l=target["name"])
+    phrasing = rng.randrange(len(TEXTS["BEST_RATED"]))
+    prompt = TEXTS["BEST_RATED"][phrasing].format(what=what, whats=whats, city=city, day=on_day(phrase),
+                                                  time=clock_words(rng, at), l=target["name"])
     return TaskDraft(
         prompt=prompt,
         checks=[*saved_checks(target["id"], best), kit.diff_only([saved_change(target["id"], best["id"])]),

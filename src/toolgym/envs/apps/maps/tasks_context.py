@@ -23,24 +23,7 @@ from toolgym.envs.apps.maps.task_common import (
     visits_on,
 )
 
-TIMELINE: dict[str, tuple[str, ...]] = {
-    "all": (
-        "Which places did I visit {when}?",
-        "Where did I go {when}? List every place.",
-        "Remind me of all the places on my timeline for {when}.",
-        "{When_cap}, where was I? Give me the names of the places.",
-    ),
-    "category": (
-        "Which {cat} did I go to {when}?",
-        "What was the name of the {cat} I visited {when}?",
-        "{When_cap} I stopped at a {cat}. Which one was it, and where is it?",
-    ),
-    "arrival": (
-        "What time did I get to {p} {when}, and when did I leave?",
-        "{When_cap} I was at {p}. When did I arrive and when did I leave?",
-        "Check my timeline: how long was I at {p} {when}? Arrival and departure times, please.",
-    ),
-}
+TEXTS = kit.module_texts(__file__)
 
 
 def _past_phrase(rng: random.Random, today: dt.date, day: dt.date) -> str:
@@ -75,7 +58,7 @@ def timeline_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     if (kind == "category" and len(same_kind) != 1) or (kind == "arrival" and len(at_place) != 1):
         return None
     phrase = _past_phrase(rng, today, day)
-    templates = TIMELINE[kind]
+    templates = TEXTS["TIMELINE"][kind]
     phrasing, prompt = kit.phrase(
         rng, templates, when=phrase, When_cap=phrase[0].upper() + phrase[1:],
         cat=CATEGORY_WORDS[visit["category"]], p=visit["name"])
@@ -99,11 +82,6 @@ def timeline_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-NEAREST_FROM = (
-    "What's the closest {cat} to my {anchor} that's open {day} at {time}?",
-    "{Day_cap} at {time} I'll need a {cat} near my {anchor}. Which is the nearest one open then?",
-    "Nearest {cat} to my {anchor} that will be open at {time} {day}? Tell me its name and address.",
-)
 NEAREST_CATEGORIES = ("pharmacy", "gas_station", "supermarket", "cafe", "bakery", "gym", "library", "museum")
 NEAREST_TIMES = ("07:00", "07:30", "08:00", "09:00", "10:00", "17:30", "19:00", "20:30", "21:30", "22:00")
 
@@ -131,9 +109,9 @@ def nearest_open_from_home(rng: random.Random, world: World) -> TaskDraft | None
         return None
     phrase = soon_phrase(rng, today, offset)
     said = on_day(phrase)
-    phrasing = rng.randrange(len(NEAREST_FROM))
-    prompt = NEAREST_FROM[phrasing].format(cat=CATEGORY_WORDS[category], anchor=anchor, day=said,
-                                           Day_cap=said[0].upper() + said[1:], time=clock_words(rng, at))
+    phrasing = rng.randrange(len(TEXTS["NEAREST_FROM"]))
+    prompt = TEXTS["NEAREST_FROM"][phrasing].format(cat=CATEGORY_WORDS[category], anchor=anchor, day=said,
+                                                    Day_cap=said[0].upper() + said[1:], time=clock_words(rng, at))
     return TaskDraft(
         prompt=prompt,
         checks=kit.lookup_checks([best["name"]]),
@@ -147,11 +125,6 @@ def nearest_open_from_home(rng: random.Random, world: World) -> TaskDraft | None
     )
 
 
-REVIEW_RECENT = (
-    "Give the {cat} I went to {when} {stars}: \"{t}\"",
-    "Review the {cat} from my timeline {when}. {s}/5, \"{t}\"",
-    "I was at a {cat} {when}. Please rate it {stars} and write \"{t}\"",
-)
 REVIEW_CATEGORIES = ("restaurant", "cafe", "bar", "museum", "bakery", "gym")
 
 
@@ -174,7 +147,7 @@ def review_recent_visit(rng: random.Random, world: World) -> TaskDraft | None:
     phrase = _past_phrase(rng, today, day)
     stars, text = review_words(rng)
     phrasing, prompt = kit.phrase(
-        rng, REVIEW_RECENT, cat=CATEGORY_WORDS[category], when=phrase, s=stars,
+        rng, TEXTS["REVIEW_RECENT"], cat=CATEGORY_WORDS[category], when=phrase, s=stars,
         stars=kit.plural(stars, "star"), t=text)
     return TaskDraft(
         prompt=prompt,

@@ -19,11 +19,7 @@ from toolgym.envs.apps.maps.task_common import (
     users,
 )
 
-REVIEW_AGAIN = (
-    "Write a {s}-star review of {p}: \"{t}\"",
-    "Post a review of {p} for me, {stars}, saying \"{t}\"",
-    "Rate {p} {s} out of 5 with the comment \"{t}\"",
-)
+TEXTS = kit.module_texts(__file__)
 
 
 def review_twice_impossible(rng: random.Random, world: World) -> TaskDraft | None:
@@ -34,7 +30,7 @@ def review_twice_impossible(rng: random.Random, world: World) -> TaskDraft | Non
     today = kit.random_day(rng, max(kit.FIRST_DAY, kit.day_of(earlier["created_on"]) + dt.timedelta(days=1)))
     stars, text = review_words(rng)
     phrasing, prompt = kit.phrase(
-        rng, REVIEW_AGAIN, s=stars, stars=kit.plural(stars, "star"), p=place["name"], t=text)
+        rng, TEXTS["REVIEW_AGAIN"], s=stars, stars=kit.plural(stars, "star"), p=place["name"], t=text)
     return TaskDraft(
         prompt=prompt,
         checks=kit.impossible_checks("write_review"),
@@ -51,11 +47,6 @@ FAKE_FIRST = ("Blue Heron", "Crimson Kite", "Velvet Moon", "Amber Fox", "Tidewat
               "Larkspur", "Silver Birch", "Golden Pheasant", "Seven Gables", "Paper Crane")
 FAKE_KIND = ("Supper Club", "Bistro", "Noodle Bar", "Gallery", "Pharmacy", "Bowling Alley", "Pizzeria",
              "Tea Room", "Roastery", "Wine Bar", "Climbing Gym", "Bookshop")
-UNKNOWN_PLACE = (
-    "How long would it take me to {verb} from {o} to {f}? If it's under {n} minutes, save {f} to my '{l}' list.",
-    "Save {f} to my {l} list and tell me how long it takes to get there from {o} {by}.",
-    "I heard about {f}. Add it to my \"{l}\" list, and how far is it from {o} {by}?",
-)
 
 
 def _absent(world: World, first: str, name: str) -> bool:
@@ -79,9 +70,9 @@ def unknown_place_impossible(rng: random.Random, world: World) -> TaskDraft | No
     origin_place = rng.choice(places(world))
     origin = "home" if rng.random() < 0.5 else origin_place["name"]
     origin_words = "my home" if origin == "home" else origin
-    phrasing = rng.randrange(len(UNKNOWN_PLACE))
-    prompt = UNKNOWN_PLACE[phrasing].format(verb=verb, by=by, o=origin_words, f=fake, n=rng.choice((15, 20, 30)),
-                                            l=target["name"])
+    phrasing = rng.randrange(len(TEXTS["UNKNOWN_PLACE"]))
+    prompt = TEXTS["UNKNOWN_PLACE"][phrasing].format(verb=verb, by=by, o=origin_words, f=fake, n=rng.choice((15, 20, 30)),
+                                                     l=target["name"])
     return TaskDraft(
         prompt=prompt,
         checks=kit.impossible_checks("save_place"),
@@ -92,13 +83,6 @@ def unknown_place_impossible(rng: random.Random, world: World) -> TaskDraft | No
         difficulty=2,
         metadata={"phrasing": phrasing, "fake_name": fake},
     )
-
-
-FOREIGN_LIST = (
-    "Add {p} to {owner}'s '{l}' list.",
-    "Put {p} on the \"{l}\" list that belongs to {first}.",
-    "Save {p} into {first}'s list {l}, please. It's their list, not mine.",
-)
 
 
 def foreign_list_impossible(rng: random.Random, world: World) -> TaskDraft | None:
@@ -114,7 +98,7 @@ def foreign_list_impossible(rng: random.Random, world: World) -> TaskDraft | Non
         return None
     place = rng.choice(places(world))
     phrasing, prompt = kit.phrase(
-        rng, FOREIGN_LIST, p=place["name"], owner=theirs["owner"], first=theirs["owner"].split()[0],
+        rng, TEXTS["FOREIGN_LIST"], p=place["name"], owner=theirs["owner"], first=theirs["owner"].split()[0],
         l=theirs["name"])
     return TaskDraft(
         prompt=prompt,
@@ -128,11 +112,6 @@ def foreign_list_impossible(rng: random.Random, world: World) -> TaskDraft | Non
     )
 
 
-LIST_TAKEN = (
-    "Create a new list called '{l}' with the description \"{d}\".",
-    "Start a fresh saved list for me named {l}. Description: {d}.",
-    "I'd like a brand-new list, \"{l}\", for places {why}. Please make it.",
-)
 WHY = ("I want to try", "to show visitors", "for the summer", "near the office", "for rainy weekends",
        "my parents would like", "for team outings", "to go with the kids")
 DESCRIPTIONS = ("Spots to try this summer", "For when friends visit", "Quick lunch ideas", "Quiet places to read",
@@ -144,9 +123,9 @@ def list_name_taken_impossible(rng: random.Random, world: World) -> TaskDraft | 
     existing = rng.choice(world.query("SELECT * FROM saved_lists ORDER BY id"))
     user = kit.user_by_id(world, existing["user_id"], "*")
     shown = existing["name"] if rng.random() < 0.7 else existing["name"].lower()
-    phrasing = rng.randrange(len(LIST_TAKEN))
+    phrasing = rng.randrange(len(TEXTS["LIST_TAKEN"]))
     return TaskDraft(
-        prompt=LIST_TAKEN[phrasing].format(l=shown, why=rng.choice(list(WHY)), d=rng.choice(list(DESCRIPTIONS))),
+        prompt=TEXTS["LIST_TAKEN"][phrasing].format(l=shown, why=rng.choice(list(WHY)), d=rng.choice(list(DESCRIPTIONS))),
         checks=kit.impossible_checks("create_list"),
         reference_solution=[kit.call("list_my_lists")],
         env_variables=kit.env_for(user, kit.random_day(rng)),

@@ -8,12 +8,8 @@ from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.maps.rules import nearby, route, straight_km
 from toolgym.envs.apps.maps.task_common import CATEGORY_WORDS, MODE_WORDS, places, users
 
-ROUTE_TIME = (
-    "How long does it take to {verb} from {a} to {b}, and how far is it?",
-    "I'm at {a}. How many minutes to get to {b} {by}? Tell me the distance too.",
-    "Distance and travel time from {a} to {b} {by}, please.",
-    "If I {verb} to {b} starting from {a}, how many km is that and how long will it take?",
-)
+TEXTS = kit.module_texts(__file__)
+
 # (mode, lowest and highest straight-line km between the two places)
 MODE_RANGES = {"walk": (0.3, 3.0), "bike": (0.8, 6.0), "drive": (1.0, 9.0), "transit": (1.0, 9.0)}
 
@@ -31,7 +27,7 @@ def route_time(rng: random.Random, world: World) -> TaskDraft | None:
     end = rng.choice(ends)
     distance, minutes = route(start["lat"], start["lon"], end["lat"], end["lon"], mode)
     verb, by = MODE_WORDS[mode]
-    phrasing, prompt = kit.phrase(rng, ROUTE_TIME, a=start["name"], b=end["name"], verb=verb, by=by)
+    phrasing, prompt = kit.phrase(rng, TEXTS["ROUTE_TIME"], a=start["name"], b=end["name"], verb=verb, by=by)
     km = f"{distance:.1f}"
     return TaskDraft(
         prompt=prompt,
@@ -44,12 +40,6 @@ def route_time(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-BEST_NEARBY = (
-    "What's the highest-rated {cat} within {r} km of {p}?",
-    "Near {p}: which {cat} no more than {r} km away has the best rating? Tell me the rating too.",
-    "I'll be at {p} later. Find the best-rated {cat} within {r} km of it and give me its rating.",
-    "Within {r} km of {p}, which {cat} do people rate highest, and what's its score?",
-)
 NEARBY_CATEGORIES = ("cafe", "restaurant", "bar", "bakery", "pharmacy", "supermarket", "gym")
 
 
@@ -68,7 +58,7 @@ def best_nearby(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     radius_words = f"{radius:g}"
     phrasing, prompt = kit.phrase(
-        rng, BEST_NEARBY, cat=CATEGORY_WORDS[category], r=radius_words, p=origin["name"])
+        rng, TEXTS["BEST_NEARBY"], cat=CATEGORY_WORDS[category], r=radius_words, p=origin["name"])
     rating = f"{best['rating']:.1f}"
     return TaskDraft(
         prompt=prompt,
@@ -83,20 +73,6 @@ def best_nearby(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-PLACE_HOURS = {
-    "address": (
-        "What are {p}'s opening hours on {day}s, and what's its address?",
-        "Where is {p} and when is it open on {day}s?",
-        "I want to go to {p} on a {day}. What hours is it open that day, and where exactly is it?",
-    ),
-    "phone": (
-        "When is {p} open on {day}s? I also need its phone number.",
-        "Give me {p}'s phone number and its {day} opening hours.",
-        "What time does {p} open and close on {day}s, and how can I call them?",
-    ),
-}
-
-
 def place_hours(rng: random.Random, world: World) -> TaskDraft | None:
     """A place's hours on one weekday (or that it is closed that day) plus its address or phone."""
     place = rng.choice(places(world))
@@ -104,8 +80,8 @@ def place_hours(rng: random.Random, world: World) -> TaskDraft | None:
     hours = world.one("SELECT opens, closes FROM opening_hours WHERE place_id=? AND weekday=?", (place["id"], weekday))
     if hours is not None and (hours["opens"], hours["closes"]) == ("00:00", "24:00"):
         return None
-    extra = rng.choice(sorted(PLACE_HOURS))
-    templates = PLACE_HOURS[extra]
+    extra = rng.choice(sorted(TEXTS["PLACE_HOURS"]))
+    templates = TEXTS["PLACE_HOURS"][extra]
     day = kit.WEEKDAY_NAMES[weekday]
     times = [hours["opens"], hours["closes"]] if hours else ["closed"]
     when = f"open {hours['opens']}-{hours['closes']}" if hours else "closed"

@@ -20,15 +20,9 @@ from toolgym.envs.apps.maps.task_common import (
 )
 from toolgym.schema import Check, ExpectedChange, RowExists
 
+TEXTS = kit.module_texts(__file__)
+
 PLAN_LIST_NAMES = ("Weekend plans", "Saturday outing", "Museum day", "Things to do", "Culture weekend")
-WEEKEND_PLAN = (
-    "Plan my Saturday: find the museum closest to my home that's open {sat} and save it to a new list called "
-    "'{n}'. Also give the restaurant I ate at yesterday {stars} with the review \"{t}\"",
-    "Two things. First, review yesterday's restaurant: {stars}, text \"{t}\" Second, create a list '{n}' and "
-    "put in it the nearest museum to my home that is open {sat}.",
-    "Make a new list named {n} containing the museum nearest to where I live that's open {sat}, and leave a "
-    "{s}-star review (\"{t}\") for the restaurant I went to yesterday.",
-)
 
 
 def _single_visit(world: World, user_id: int, day: dt.date, category: str) -> dict | None:
@@ -76,7 +70,7 @@ def weekend_plan(rng: random.Random, world: World) -> TaskDraft | None:
         kit.answer_has([museum["name"]], label="answer names the museum"),
     ]
     phrasing, prompt = kit.phrase(
-        rng, WEEKEND_PLAN, sat=sat_words, n=name, s=stars, stars=kit.plural(stars, "star"), t=text)
+        rng, TEXTS["WEEKEND_PLAN"], sat=sat_words, n=name, s=stars, stars=kit.plural(stars, "star"), t=text)
     return TaskDraft(
         prompt=prompt,
         checks=checks,
@@ -99,11 +93,6 @@ def weekend_plan(rng: random.Random, world: World) -> TaskDraft | None:
 
 TIMELINE_LIST_NAMES = ("Tried recently", "Recent favorites", "Places from last week", "Worth revisiting",
                        "Spots I tried")
-TIMELINE_LIST = (
-    "Create a list called '{n}' and save to it every {cat} I visited from {start} to {end}, both days included.",
-    "Make me a new list, {n}, with all the {cats} from my timeline from {start_h} to {end_h}.",
-    "Look at my timeline for {start} through {end} and put each {cat} I went to on a new list named \"{n}\".",
-)
 TIMELINE_CATEGORIES = ("cafe", "restaurant", "bar", "bakery")
 PLURAL = {"cafe": "cafes", "restaurant": "restaurants", "bar": "bars", "bakery": "bakeries"}
 
@@ -128,7 +117,7 @@ def list_from_timeline(rng: random.Random, world: World) -> TaskDraft | None:
     name = rng.choice([n for n in TIMELINE_LIST_NAMES if n.casefold() not in taken])
     list_id = kit.next_id(world, "saved_lists")
     phrasing, prompt = kit.phrase(
-        rng, TIMELINE_LIST, n=name, cat=CATEGORY_WORDS[category], cats=PLURAL[category], start=kit.iso(start),
+        rng, TEXTS["TIMELINE_LIST"], n=name, cat=CATEGORY_WORDS[category], cats=PLURAL[category], start=kit.iso(start),
         end=kit.iso(end), start_h=kit.human_date(start), end_h=kit.human_date(end))
     checks: list[Check] = [
         RowExists(table="saved_lists", where={"user_id": user["id"], "name": name}, count=1, weight=1.0,

@@ -21,12 +21,7 @@ from toolgym.envs.apps.maps.task_common import (
 )
 from toolgym.schema import ExpectedChange, RowAbsent
 
-SAVE = (
-    "Save {p} to my '{l}' list{note}.",
-    "Add {p} in {city} to my {l} list{note}.",
-    "Please put {p} on my \"{l}\" list{note}.",
-    "Could you bookmark {p} ({hood}) in my list {l}{note}?",
-)
+TEXTS = kit.module_texts(__file__)
 
 
 def save_to_list(rng: random.Random, world: World) -> TaskDraft | None:
@@ -39,7 +34,7 @@ def save_to_list(rng: random.Random, world: World) -> TaskDraft | None:
     note = rng.choice(list(LIST_NOTES)) if rng.random() < 0.35 else ""
     note_words = f' with the note "{note}"' if note else ""
     phrasing, prompt = kit.phrase(
-        rng, SAVE, p=place["name"], l=target["name"], city=place["city"], hood=place["neighborhood"],
+        rng, TEXTS["SAVE"], p=place["name"], l=target["name"], city=place["city"], hood=place["neighborhood"],
         note=note_words)
     return TaskDraft(
         prompt=prompt,
@@ -54,13 +49,6 @@ def save_to_list(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-REMOVE = (
-    "Remove {p} from my '{l}' list.",
-    "Take {p} off my {l} list, please.",
-    "I don't want {p} in my \"{l}\" list anymore. Delete it from there.",
-)
-
-
 def remove_from_list(rng: random.Random, world: World) -> TaskDraft | None:
     """A single write: one place out of one of the user's lists (the place itself stays on the map)."""
     saved = world.query(
@@ -69,7 +57,7 @@ def remove_from_list(rng: random.Random, world: World) -> TaskDraft | None:
     row = rng.choice(saved)
     place = place_by_id(world, row["place_id"])
     where = {"list_id": row["list_id"], "place_id": place["id"]}
-    phrasing, prompt = kit.phrase(rng, REMOVE, p=place["name"], l=row["list_name"])
+    phrasing, prompt = kit.phrase(rng, TEXTS["REMOVE"], p=place["name"], l=row["list_name"])
     return TaskDraft(
         prompt=prompt,
         checks=[RowAbsent(table="saved_places", where=where, weight=3.0, label=f"{place['name']} removed"),
@@ -84,14 +72,6 @@ def remove_from_list(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-REVIEW = (
-    "Leave a {s}-star review for {p}: \"{t}\"",
-    "Please post my review of {p} in {city}. {s} out of 5, text: \"{t}\"",
-    "Rate {p} {s}/5 and add the comment \"{t}\"",
-    "I want to review {p} ({hood}): give it {stars} and write \"{t}\"",
-)
-
-
 def write_a_review(rng: random.Random, world: World) -> TaskDraft | None:
     """A single write: the user's first review of a named place, with the stars and words they give."""
     user = rng.choice(users(world))
@@ -102,7 +82,7 @@ def write_a_review(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     stars, text = review_words(rng)
     phrasing, prompt = kit.phrase(
-        rng, REVIEW, s=stars, stars=kit.plural(stars, "star"), p=place["name"], t=text, city=place["city"],
+        rng, TEXTS["REVIEW"], s=stars, stars=kit.plural(stars, "star"), p=place["name"], t=text, city=place["city"],
         hood=place["neighborhood"])
     return TaskDraft(
         prompt=prompt,

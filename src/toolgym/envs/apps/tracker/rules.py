@@ -1,8 +1,8 @@
 """Tracker rules shared by the seed, the tools and the task generators, so all three agree exactly.
 
 Anything with a `query(sql, params)` method works as `source`: a ToolContext (episode state) or a
-World (the seed, read-only). Workflows are data (the `statuses` and `transitions` tables); this
-module holds the templates they are seeded from and the few rules computed on top of them.
+World (the seed, read-only). Workflows are data (the `statuses` and `transitions` tables), seeded from
+the templates in texts/rules.json; this module holds the few rules computed on top of them.
 """
 
 from __future__ import annotations
@@ -11,77 +11,17 @@ import re
 from collections import deque
 from typing import Any, Protocol
 
+from toolgym.envs import kit
+
+TEXTS = kit.module_texts(__file__)
+
 PRIORITIES = ("Highest", "High", "Medium", "Low", "Lowest")  # most urgent first
 STORY_POINTS = (1, 2, 3, 5, 8, 13, 21)  # the Fibonacci scale the teams estimate with
 DONE = "Done"
 BLOCKED = "Blocked"
 
 # workflow name -> ordered (status, category) and the allowed (from, to) moves; Done is final.
-WORKFLOWS: dict[str, dict[str, Any]] = {
-    "software": {
-        "statuses": [
-            ("To Do", "todo"),
-            ("In Progress", "in_progress"),
-            ("Blocked", "in_progress"),
-            ("In Review", "in_progress"),
-            ("Done", "done"),
-        ],
-        "transitions": [
-            ("To Do", "In Progress"),
-            ("To Do", "Blocked"),
-            ("In Progress", "To Do"),
-            ("In Progress", "In Review"),
-            ("In Progress", "Blocked"),
-            ("Blocked", "To Do"),
-            ("Blocked", "In Progress"),
-            ("In Review", "In Progress"),
-            ("In Review", "Blocked"),
-            ("In Review", "Done"),
-        ],
-    },
-    "qa": {
-        "statuses": [
-            ("To Do", "todo"),
-            ("In Progress", "in_progress"),
-            ("Blocked", "in_progress"),
-            ("In Review", "in_progress"),
-            ("QA", "in_progress"),
-            ("Done", "done"),
-        ],
-        "transitions": [
-            ("To Do", "In Progress"),
-            ("To Do", "Blocked"),
-            ("In Progress", "To Do"),
-            ("In Progress", "In Review"),
-            ("In Progress", "Blocked"),
-            ("Blocked", "To Do"),
-            ("Blocked", "In Progress"),
-            ("In Review", "In Progress"),
-            ("In Review", "QA"),
-            ("In Review", "Blocked"),
-            ("QA", "In Progress"),
-            ("QA", "Blocked"),
-            ("QA", "Done"),
-        ],
-    },
-    "basic": {
-        "statuses": [
-            ("To Do", "todo"),
-            ("In Progress", "in_progress"),
-            ("Blocked", "in_progress"),
-            ("Done", "done"),
-        ],
-        "transitions": [
-            ("To Do", "In Progress"),
-            ("To Do", "Blocked"),
-            ("In Progress", "To Do"),
-            ("In Progress", "Blocked"),
-            ("In Progress", "Done"),
-            ("Blocked", "To Do"),
-            ("Blocked", "In Progress"),
-        ],
-    },
-}
+WORKFLOWS: dict[str, dict[str, Any]] = TEXTS["WORKFLOWS"]
 
 _KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*[-\s]\s*(\d+)\s*$")
 

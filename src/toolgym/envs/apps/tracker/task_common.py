@@ -15,17 +15,11 @@ from toolgym.envs import World, kit
 from toolgym.envs.apps.tracker.data import FIRST_TODAY
 from toolgym.envs.apps.tracker.rules import done_statuses, priority_rank
 
+TEXTS = kit.module_texts(__file__)
+
 COMMON_LAST_TODAY = dt.date(2026, 6, 7)  # every project's active sprint is still running on this day
 
-COMMENT_TEXTS = [
-    "Reproduced on staging with the latest build.",
-    "Product confirmed this is in scope for the release.",
-    "Please add a regression test before closing.",
-    "Customer Acme Corp asked about this again today.",
-    "Pairing with QA on this tomorrow morning.",
-    "Design review is done; good to implement.",
-    "Raising priority after the incident review.",
-]
+COMMENT_TEXTS = TEXTS["COMMENT_TEXTS"]
 WORK_NOTES = ["Implementation", "Code review fixes", "Debugging on staging", "Writing tests", "Pairing session"]
 
 

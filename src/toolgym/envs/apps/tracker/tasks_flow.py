@@ -13,6 +13,8 @@ from toolgym.envs.apps.tracker.rules import BLOCKED, DONE, allowed_moves, open_b
 from toolgym.envs.apps.tracker.task_common import common_day, members, open_tickets, projects, sprint_in
 from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists
 
+TEXTS = kit.module_texts(__file__)
+
 TICKET_FIELDS = ["status", "updated_at", "resolved_at"]
 
 
@@ -127,15 +129,7 @@ def mark_blocked(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, project["id"]))
     a, b = ticket["key"], blocker["key"]
     note = rng.choice([f"Waiting on {b}.", f"Blocked until {b} is done.", f"Can't continue before {b} lands."])
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"{a} can't move forward until {b} is finished. Link them so {b} blocks {a}, set {a} to Blocked and "
-            f'comment on it: "{note}"',
-            f'Mark {a} as blocked by {b}: add the link, move {a} to Blocked, and leave the comment "{note}"',
-            f'Record that {b} blocks {a}, put {a} in the Blocked status and add this comment to {a}: "{note}"',
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["mark_blocked"], a=a, b=b, note=note)
     return TaskDraft(
         prompt=prompt,
         env_variables=kit.env_for_username(world, user, common_day(rng)),
@@ -184,15 +178,7 @@ def finish_ticket(rng: random.Random, world: World) -> TaskDraft | None:
     user = ticket["assignee"] if ticket["assignee"] and rng.random() < 0.6 else rng.choice(members(world, project["id"]))
     today = common_day(rng)
     key = ticket["key"]
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"{key} is finished. Take it through the workflow all the way to Done.",
-            f"Please move {key} to Done — follow the allowed transitions to get there.",
-            f"Close out {key}: it's complete, so walk it through the workflow to Done.",
-            f"Work on {key} is complete; get its status to Done.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["finish_ticket"], key=key)
     steps = " → ".join([ticket["status"], *path])
     return TaskDraft(
         prompt=prompt,
@@ -233,15 +219,7 @@ def done_while_blocked(rng: random.Random, world: World) -> TaskDraft | None:
     ticket, blockers = rng.choice(rows)
     user = ticket["assignee"] if ticket["assignee"] and rng.random() < 0.6 else rng.choice(members(world, project["id"]))
     key = ticket["key"]
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Mark {key} as Done.",
-            f"{key} is finished on our side — please move it to Done.",
-            f"Close {key} out by setting its status to Done.",
-            f"Set the status of {key} to Done, thanks.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["done_while_blocked"], key=key)
     listed = ", ".join(f"{b['key']} ({b['status']})" for b in blockers)
     return TaskDraft(
         prompt=prompt,
@@ -263,15 +241,7 @@ def closed_sprint(rng: random.Random, world: World) -> TaskDraft | None:
     ticket = rng.choice([t for t in open_tickets(world, project["id"]) if t["type"] != "epic"])
     user = rng.choice(members(world, project["id"]))
     key, name = ticket["key"], sprint["name"]
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Move {key} into {name}.",
-            f"Please put {key} in sprint {name}.",
-            f"Add ticket {key} to {name} so it counts toward that sprint.",
-            f"{key} belongs in {name}; move it there.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["closed_sprint"], key=key, name=name)
     return TaskDraft(
         prompt=prompt,
         env_variables=kit.env_for_username(world, user, common_day(rng)),
@@ -292,15 +262,7 @@ def reopen_done(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, project["id"]))
     key = ticket["key"]
     status = rng.choice(["In Progress", "To Do"])
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Reopen {key} and move it back to {status}.",
-            f"{key} isn't really finished — set it back to {status}.",
-            f"Please move {key} from Done to {status}.",
-            f"We need more work on {key}; change its status to {status}.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["reopen_done"], key=key, status=status)
     return TaskDraft(
         prompt=prompt,
         env_variables=kit.env_for_username(world, user, common_day(rng)),

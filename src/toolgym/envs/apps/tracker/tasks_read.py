@@ -18,9 +18,11 @@ from toolgym.envs.apps.tracker.task_common import (
     sprint_in,
     unfinished,
 )
-from toolgym.envs.context import WEEKDAYS, resolve_date
+
+TEXTS = kit.module_texts(__file__)
 
 DUE_LAST_TODAY = dt.date(2026, 6, 14)
+DUE_PHRASES = ("tomorrow", "tomorrow", "today", "in_days", "next_weekday", "this_weekday")  # tomorrow twice as often
 KIND_WORDS = {"bug": "bug", "story": "story", "task": "task"}
 
 
@@ -41,15 +43,7 @@ def top_priority_assignee(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, project["id"]))
     key, word = project["key"], KIND_WORDS[kind]
     where = f"the active {key} sprint" if in_sprint else f"project {project['name']} ({key})"
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Who is assigned the highest-priority open {word} in {where}? Give me the ticket key too.",
-            f"In {where}, which unfinished {word} has the highest priority, and who is working on it?",
-            f"Find the most urgent {word} that isn't Done yet in {where} and tell me its key and assignee.",
-            f"I need the assignee of the top-priority open {word} in {where} (with the ticket key).",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["top_priority_assignee"], word=word, where=where)
     arguments = {"project": key, "type": kind, "status": "open", "sort": "priority"}
     if in_sprint:
         arguments["sprint"] = "active"
@@ -129,15 +123,7 @@ def ticket_pull_request(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, project_id))
     repo, number = ticket["code_ref"].split("#")
     key = ticket["key"]
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Which pull request is linked to {key}, and what status is the ticket in?",
-            f"{key} references some code: which repository and PR number? Also tell me the ticket's status.",
-            f"Tell me the status of {key} and the pull request it points to.",
-            f"What's the PR behind ticket {key}? I also need to know where the ticket stands.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["ticket_pull_request"], key=key)
     return TaskDraft(
         prompt=prompt,
         env_variables=kit.env_for_username(world, user, common_day(rng)),
@@ -149,25 +135,6 @@ def ticket_pull_request(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-def _due_phrase(rng: random.Random, due: dt.date) -> tuple[str, dt.date] | None:
-    """A phrase and a CURRENT_DATE such that the phrase means `due` on that day."""
-    kind = rng.choice(["tomorrow", "tomorrow", "today", "in_days", "next_weekday", "this_weekday"])
-    if kind == "tomorrow":
-        phrase, today = "tomorrow", due - dt.timedelta(days=1)
-    elif kind == "today":
-        phrase, today = "today", due
-    elif kind == "in_days":
-        days = rng.randint(2, 6)
-        phrase, today = f"in {days} days", due - dt.timedelta(days=days)
-    elif kind == "next_weekday":
-        phrase, today = f"next {WEEKDAYS[due.weekday()].capitalize()}", due - dt.timedelta(days=rng.randint(1, 7))
-    else:
-        phrase, today = f"this {WEEKDAYS[due.weekday()].capitalize()}", due - dt.timedelta(days=rng.randint(1, 6))
-    if not FIRST_TODAY <= today <= DUE_LAST_TODAY or resolve_date(phrase, today) != due:
-        return None
-    return phrase, today
-
-
 def my_due_tickets(rng: random.Random, world: World) -> TaskDraft | None:
     """The logged-in user's unfinished tickets (all projects) due on a relative day."""
     pairs = world.query(
@@ -176,7 +143,7 @@ def my_due_tickets(rng: random.Random, world: World) -> TaskDraft | None:
         "GROUP BY t.assignee, t.due_date ORDER BY t.assignee, t.due_date"
     )
     pair = rng.choice(pairs)
-    resolved = _due_phrase(rng, kit.day_of(pair["due_date"]))
+    resolved = kit.relative_day(rng, kit.day_of(pair["due_date"]), DUE_PHRASES, first=FIRST_TODAY, last=DUE_LAST_TODAY)
     if resolved is None:
         return None
     phrase, today = resolved
@@ -188,15 +155,7 @@ def my_due_tickets(rng: random.Random, world: World) -> TaskDraft | None:
     )
     if len(tickets) > 4:
         return None
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Which of my open tickets are due {phrase}?",
-            f"What do I have due {phrase}? Only tickets assigned to me that aren't Done.",
-            f"List my unfinished tickets with a due date of {phrase}.",
-            f"Anything assigned to me that's due {phrase} and still open? Give me the keys.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["my_due_tickets"], phrase=phrase)
     listed = "; ".join(f"{t['key']} ({t['summary']})" for t in tickets)
     return TaskDraft(
         prompt=prompt,

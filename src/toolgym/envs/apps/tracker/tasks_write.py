@@ -25,6 +25,8 @@ from toolgym.envs.apps.tracker.task_common import (
 from toolgym.envs.context import WEEKDAYS, resolve_date
 from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists
 
+TEXTS = kit.module_texts(__file__)
+
 AREAS = {key: areas for key, _, _, _, areas in PROJECTS}
 UPDATED = ["updated_at"]
 
@@ -51,15 +53,7 @@ def file_ticket(rng: random.Random, world: World) -> TaskDraft | None:
     if sprint is not None:
         parts.append(f"in sprint {sprint['name']}")
     details = ", ".join(parts)
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Create a {kind} in {key} called '{summary}' — {details}.",
-            f"Please file a new {kind} ticket in the {project['name']} project: '{summary}' ({details}).",
-            f"Open a {key} {kind}: summary '{summary}', {details}.",
-            f"Log this in {project['name']} as a {kind}: '{summary}'. Set {details}.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["file_ticket"], kind=kind, key=key, summary=summary, details=details, project=project)
     top = world.one("SELECT MAX(number) AS n FROM tickets WHERE project_id=?", (project["id"],))
     new_key = f"{key}-{int(top['n']) + 1}"  # type: ignore[index]
     arguments: dict[str, Any] = {"project": key, "type": kind, "summary": summary, "priority": priority}
@@ -112,15 +106,7 @@ def comment_on_ticket(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, project["id"]))
     text = rng.choice(COMMENT_TEXTS)
     key = ticket["key"]
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f'Add a comment to {key}: "{text}"',
-            f'Please comment on ticket {key} with exactly: "{text}"',
-            f'Leave this note on {key}: "{text}"',
-            f'On {key}, post the comment "{text}"',
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["comment_on_ticket"], key=key, text=text)
     return TaskDraft(
         prompt=prompt,
         env_variables=kit.env_for_username(world, user, common_day(rng)),
@@ -158,14 +144,7 @@ def estimate_ticket(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, project["id"]))
     key = ticket["key"]
     also = f" and set its priority to {priority}" if priority else ""
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Estimate {key} at {points} story points{also}.",
-            f"We sized {key} in refinement: {points} points. Please update it{also}.",
-            f"Set the story points of {key} to {points}{also}.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["estimate_ticket"], key=key, points=points, also=also)
     arguments: dict[str, Any] = {"key": key, "story_points": points}
     checks: list[Check] = [
         FieldEquals(table="tickets", where={"id": ticket["id"]}, field="story_points", value=points, weight=2,
@@ -224,15 +203,7 @@ def take_oldest_bug(rng: random.Random, world: World) -> TaskDraft | None:
     key = project["key"]
     which = "oldest" if oldest else "highest-priority"
     place = {"project": key, "sprint": f"the current {key} sprint", "backlog": f"the {key} backlog"}[scope]
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Grab the {which} unassigned bug in {place}: assign it to me and start working on it.",
-            f"I'll take the {which} open bug in {place} that nobody owns yet — put it on me and move it to In Progress.",
-            f"Find the {which} bug without an assignee in {place}, assign it to me and set it In Progress.",
-            f"Pick up the {which} unassigned bug from {place} for me and start it.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["take_oldest_bug"], which=which, place=place)
     search: dict[str, Any] = {"project": key, "type": "bug", "assignee": "none", "status": "open",
                               "sort": "created" if oldest else "priority"}
     if scope != "project":
@@ -293,14 +264,7 @@ def assign_in_sprint(rng: random.Random, world: World) -> TaskDraft | None:
     user, assignee = rng.choice(team), rng.choice(team)
     key = project["key"]
     who = "me" if assignee == user else assignee
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Of the unassigned tickets in the current {key} sprint, the one that {phrase} should go to {who}.",
-            f"Look at the open, unassigned tickets of {key}'s active sprint and assign whichever {phrase} to {who}.",
-            f"Assign {who} to the unassigned ticket in the active {project['name']} sprint that {phrase}.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["assign_in_sprint"], key=key, phrase=phrase, who=who, project=project)
     sort = {"due": "due", "priority": "priority", "points": "created"}[criterion]
     return TaskDraft(
         prompt=prompt,
@@ -365,16 +329,7 @@ def log_my_work(rng: random.Random, world: World) -> TaskDraft | None:
     note = rng.choice(WORK_NOTES)
     amount = hours_text(round(hours * 60)).replace("h", " hours") if hours != 1 else "1 hour"
     key = project["key"]
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Log {amount} for {phrase} on the ticket I'm working on (In Progress) in the current {key} sprint. "
-            f"Note: '{note}'.",
-            f"I spent {amount} {phrase} on my In Progress ticket in {key}'s active sprint — log it with the note "
-            f"'{note}'.",
-            f"Record {amount} of work ({note}) dated {phrase} on the {key} ticket I have in progress this sprint.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["log_my_work"], amount=amount, phrase=phrase, key=key, note=note)
     minutes = round(hours * 60)
     return TaskDraft(
         prompt=prompt,

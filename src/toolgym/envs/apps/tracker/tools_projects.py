@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from toolgym.envs import ToolContext, ToolError, tool
+from toolgym.envs import ToolContext, ToolError, kit, tool
 from toolgym.envs.apps.tracker.rules import allowed_moves, done_statuses
 from toolgym.envs.apps.tracker.tool_common import (
     MAX_LIMIT,
@@ -90,12 +90,8 @@ def list_sprints(
         state: Only sprints in this state: 'planned', 'active' or 'closed'.
     """
     row = find_project(ctx, project)
-    params: list[Any] = [row["id"]]
-    where = "project_id=?"
-    if state is not None:
-        where += " AND state=?"
-        params.append(state)
-    sprints = ctx.query(f"SELECT * FROM sprints WHERE {where} ORDER BY start_date, id", params)
+    where = kit.Where("project_id=?", params=[row["id"]]).when(state, "state=?")
+    sprints = ctx.query(f"SELECT * FROM sprints WHERE {where.sql} ORDER BY start_date, id", where.params)
     return [
         {
             "name": s["name"],
@@ -135,6 +131,19 @@ def get_sprint(ctx: ToolContext, project: str, sprint: str = "active") -> dict:
     }
 
 
+def _sprint_to_change(ctx: ToolContext, project: str, sprint: str, state: str,
+                      rule: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The project and its sprint an admin starts or closes, which must be in `state` (`rule` says so)."""
+    row = find_project(ctx, project)
+    target = find_sprint(ctx, row, sprint)
+    user = ctx.env.require_user()
+    if member_role(ctx, row["id"], user) != "admin":
+        raise ToolError(f"you ({user}) are not an admin of project {row['key']}; only admins start or close sprints")
+    if target["state"] != state:
+        raise ToolError(f"{target['name']} is {target['state']}; {rule}")
+    return row, target
+
+
 @tool
 def start_sprint(ctx: ToolContext, project: str, sprint: str) -> dict:
     """Start a planned sprint (project admins only). A project has one active sprint at a time, so close
@@ -144,13 +153,7 @@ def start_sprint(ctx: ToolContext, project: str, sprint: str) -> dict:
         project: Project key like 'PLAT' or its name.
         sprint: Name or number of a planned sprint, or 'next'.
     """
-    row = find_project(ctx, project)
-    target = find_sprint(ctx, row, sprint)
-    user = ctx.env.require_user()
-    if member_role(ctx, row["id"], user) != "admin":
-        raise ToolError(f"you ({user}) are not an admin of project {row['key']}; only admins start or close sprints")
-    if target["state"] != "planned":
-        raise ToolError(f"{target['name']} is {target['state']}; only a planned sprint can be started")
+    row, target = _sprint_to_change(ctx, project, sprint, "planned", "only a planned sprint can be started")
     active = ctx.one("SELECT name FROM sprints WHERE project_id=? AND state='active'", (row["id"],))
     if active is not None:
         raise ToolError(f"{active['name']} is still active in {row['key']}; close it before starting {target['name']}")
@@ -167,13 +170,7 @@ def close_sprint(ctx: ToolContext, project: str, sprint: str = "active") -> dict
         project: Project key like 'PLAT' or its name.
         sprint: Name or number of the active sprint, or 'active' (default).
     """
-    row = find_project(ctx, project)
-    target = find_sprint(ctx, row, sprint)
-    user = ctx.env.require_user()
-    if member_role(ctx, row["id"], user) != "admin":
-        raise ToolError(f"you ({user}) are not an admin of project {row['key']}; only admins start or close sprints")
-    if target["state"] != "active":
-        raise ToolError(f"{target['name']} is {target['state']}; only the active sprint can be closed")
+    row, target = _sprint_to_change(ctx, project, sprint, "active", "only the active sprint can be closed")
     done = done_statuses(ctx, row["id"])
     unfinished = [
         r["key"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from toolgym.envs import ToolContext, ToolError, tool
+from toolgym.envs import ToolContext, ToolError, kit, tool
 from toolgym.envs.apps.tracker.rules import (
     allowed_moves,
     done_statuses,
@@ -68,64 +68,51 @@ def search_tickets(
         limit: Most tickets to return (1-50, default 20); total_count counts all matches.
     """
     check_limit(limit)
-    where: list[str] = []
-    params: list[Any] = []
+    where = kit.Where()
     target = find_project(ctx, project) if project is not None else None
     if target is not None:
-        where.append("t.project_id=?")
-        params.append(target["id"])
+        where.add("t.project_id=?", target["id"])
     if status is not None:
         word = status.strip().lower()
         if word in ("open", "unfinished", "not done"):
-            where.append("st.category != 'done'")
+            where.add("st.category != 'done'")
         elif word in ("done", "closed", "finished", "resolved"):
-            where.append("st.category = 'done'")
+            where.add("st.category = 'done'")
         elif target is not None:
-            where.append("t.status=?")
-            params.append(find_status(ctx, target["id"], status))
+            where.add("t.status=?", find_status(ctx, target["id"], status))
         else:
             row = ctx.one("SELECT name FROM statuses WHERE lower(name)=lower(?) ORDER BY id", (status.strip(),))
             if row is None:
                 names = ", ".join(r["name"] for r in ctx.query("SELECT DISTINCT name FROM statuses ORDER BY name"))
                 raise ToolError(f"argument 'status': no status {status!r}; statuses are: {names}, or 'open'/'done'")
-            where.append("t.status=?")
-            params.append(row["name"])
+            where.add("t.status=?", row["name"])
     if assignee is not None:
         if assignee.strip().lower() in ("none", "unassigned", "nobody"):
-            where.append("t.assignee IS NULL")
+            where.add("t.assignee IS NULL")
         else:
-            where.append("t.assignee=?")
-            params.append(find_user(ctx, assignee, "assignee"))
+            where.add("t.assignee=?", find_user(ctx, assignee, "assignee"))
     if reporter is not None:
-        where.append("t.reporter=?")
-        params.append(find_user(ctx, reporter, "reporter"))
+        where.add("t.reporter=?", find_user(ctx, reporter, "reporter"))
     if sprint is not None:
         word = sprint.strip().lower()
         if word == "backlog":
-            where.append("t.sprint_id IS NULL")
+            where.add("t.sprint_id IS NULL")
         elif word in ("active", "current") and target is None:
-            where.append("sp.state = 'active'")
+            where.add("sp.state = 'active'")
         elif target is None:
             raise ToolError("argument 'sprint' needs 'project' (sprint names are per project), unless it is 'active' or 'backlog'")
         else:
-            where.append("t.sprint_id=?")
-            params.append(find_sprint(ctx, target, sprint)["id"])
-    if type is not None:
-        where.append("t.type=?")
-        params.append(type)
+            where.add("t.sprint_id=?", find_sprint(ctx, target, sprint)["id"])
+    where.when(type, "t.type=?")
     if priority is not None:
-        where.append("t.priority=?")
-        params.append(parse_priority(priority))
+        where.add("t.priority=?", parse_priority(priority))
     if due is not None:
-        where.append("t.due_date=?")
-        params.append(ctx.env.date(due))
+        where.add("t.due_date=?", ctx.env.date(due))
     if due_before is not None:
-        where.append("t.due_date IS NOT NULL AND t.due_date<=?")
-        params.append(ctx.env.date(due_before))
+        where.add("t.due_date IS NOT NULL AND t.due_date<=?", ctx.env.date(due_before))
     if text is not None:
         for word in text.split():
-            where.append("lower(t.summary) LIKE ?")
-            params.append(f"%{word.lower()}%")
+            where.add("lower(t.summary) LIKE ?", f"%{word.lower()}%")
     order = {
         "created": "t.created_at, t.id",
         "newest": "t.created_at DESC, t.id DESC",
@@ -137,10 +124,10 @@ def search_tickets(
         "FROM tickets t JOIN projects p ON p.id = t.project_id "
         "JOIN statuses st ON st.project_id = t.project_id AND st.name = t.status "
         "LEFT JOIN sprints sp ON sp.id = t.sprint_id "
-        f"WHERE {' AND '.join(where) or '1=1'}"
+        f"WHERE {where.sql}"
     )
-    total = ctx.one(f"SELECT COUNT(*) AS n {source}", params)
-    rows = ctx.query(f"SELECT t.*, sp.name AS sprint_name {source} ORDER BY {order} LIMIT ?", [*params, limit])
+    total = ctx.one(f"SELECT COUNT(*) AS n {source}", where.params)
+    rows = ctx.query(f"SELECT t.*, sp.name AS sprint_name {source} ORDER BY {order} LIMIT ?", [*where.params, limit])
     return {"total_count": total["n"] if total else 0, "tickets": [ticket_summary(r) for r in rows]}
 
 
