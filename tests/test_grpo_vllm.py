@@ -35,3 +35,34 @@ def test_grpo_on_vllm_syncs_every_step_logs_mismatch_and_raises_the_reward(tmp_p
         assert row["mismatch_masked_fraction"] == 0.0
     rewards = [r["reward_mean"] for r in rows]
     assert rewards[-1] > rewards[0] + 0.5, rewards  # nats: the first token became more likely
+
+
+def test_off_policy_grpo_on_vllm_samples_the_next_step_during_the_update(tmp_path: Path) -> None:
+    """One-step-off-policy with vLLM: each step after the first trains on what the previous weights sampled
+    while the update ran; the engine gets each step's weights once, before its prefetch starts."""
+    model = init_tiny(tmp_path / "model", hidden_size=128, layers=2, heads=2, kv_heads=1, seed=0)
+    config = toy_config(tmp_path, tmp_path / "run", model=str(model), steps=3, tasks_per_step=2, samples_per_task=4,
+                        sampling={"max_new_tokens": 1}, optim={"lr": 5e-2}, eval={"enabled": False},
+                        checkpoint={"save_every": 100}, engine={"name": "vllm"},
+                        loss={"mismatch": {"kind": "tis", "level": "token", "cap": 2.0}},
+                        off_policy={"enabled": True, "max_staleness": 1})
+    assert run_toy(config, reward_fn=first_token_logprob).steps == 3
+    rows = [r for r in read_jsonl(tmp_path / "run" / "metrics.jsonl") if r["kind"] == "train"]
+    assert [(r["policy_version"], r["staleness"]) for r in rows] == [(0, 0), (0, 1), (1, 1)]
+    assert [r["sync_version"] for r in rows] == [1, 2, 2]  # no push for the last step: nothing left to prefetch
+    assert rows[0]["updated"]
+    assert rows[1]["mismatch_abs_log_ratio"] > 1e-3  # step 2's samples came from the weights before step 1's update
+
+
+def test_the_vllm_cpu_pipeline_config_runs_every_stage(tmp_path: Path) -> None:
+    from toolgym.config.loading import load_pipeline_config
+    from toolgym.pipeline.run import run_pipeline
+
+    path = Path(__file__).resolve().parent.parent / "configs" / "pipeline_vllm_cpu.yaml"
+    summary = run_pipeline(load_pipeline_config(path, out=str(tmp_path / "run")))
+    statuses = {s["name"]: s["status"] for s in summary["stages"]}
+    assert statuses["grpo"] == "done" and statuses["eval"] == "done" and statuses["rft"] == "disabled"
+    rows = [r for r in read_jsonl(tmp_path / "run" / "grpo" / "metrics.jsonl") if r["kind"] == "train"]
+    assert [r["sync_version"] for r in rows] == [1, 2]  # vLLM sampled each step, after a verified push
+    assert all(r["sync_probe_max_abs"] <= 1e-3 for r in rows)
+    assert set(summary["results"]) == {"sft", "grpo"}

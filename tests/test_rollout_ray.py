@@ -19,6 +19,10 @@ from typing import Any
 
 import pytest
 
+# Ray binds a local cluster to the machine's network address; on Linux this setting (read when ray is imported)
+# makes it use loopback, so the tests' traffic never leaves 127.0.0.1. Subprocess drivers inherit it.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 from test_rollout_support import subprocess_env, suite_tasks
 from toolgym.config.evaluation import EvalConfig
 from toolgym.config.pieces import RayWorkers

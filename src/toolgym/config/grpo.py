@@ -246,6 +246,18 @@ class DynamicSamplingSettings(Section):
     """Sampling rounds per step at most."""
 
 
+class OffPolicySettings(Section):
+    """One-step-off-policy rollouts (toolgym.train.grpo.off_policy): the next step's episodes are sampled, by
+    the weights before the current update, while that update runs; with vLLM, rollouts and updates overlap.
+    Needs loss.mismatch (tis or mis): the importance weights correct for the older sampling weights. The hf
+    engine samples from a second copy of the weights (memory: one more model)."""
+
+    enabled: bool = False
+    """Sample the next step's rollouts during the current update (staleness 1)."""
+    max_staleness: int = Field(1, ge=1)
+    """Episodes sampled more than this many updates ago are dropped, never trained on."""
+
+
 class CheckpointSettings(Section):
     """How often the run is saved."""
 
@@ -339,6 +351,7 @@ class GRPOSettings(Section):
     lora: Lora = Field(default_factory=Lora)
     curriculum: CurriculumSettings = Field(default_factory=CurriculumSettings)
     dynamic_sampling: DynamicSamplingSettings = Field(default_factory=DynamicSamplingSettings)
+    off_policy: OffPolicySettings = Field(default_factory=OffPolicySettings)
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
     eval: PeriodicEvalSettings = Field(default_factory=PeriodicEvalSettings)
     monitor: MonitorSettings = Field(default_factory=MonitorSettings)
@@ -354,6 +367,9 @@ class GRPOSettings(Section):
         if self.experimental.kl_quiet_episodes and self.loss.kl_coef <= 0:
             raise ValueError("experimental.kl_quiet_episodes trains quiet groups for the KL term alone: "
                              "it needs loss.kl_coef > 0")
+        if self.off_policy.enabled and self.loss.mismatch.kind == "none":
+            raise ValueError("off_policy.enabled trains on episodes sampled by older weights: set loss.mismatch.kind "
+                             "to tis or mis so the importance weights correct for them")
         return self
 
     def eval_config(self) -> EvalConfig:

@@ -4,28 +4,27 @@ Each step: the curriculum picks `tasks_per_step` train tasks; the current policy
 weights, in-process) plays `samples_per_task` episodes of each (with `dynamic_sampling`, fresh tasks are
 drawn and played until enough groups carry signal); errored episodes leave their group;
 shaped rewards give group advantages; the clipped surrogate (+ optional k3 KL) updates the weights.
+With `off_policy`, the next step's episodes are sampled while the update runs (off_policy.py).
 Checkpoints hold weights or adapter, optimizer, scheduler, RNG, curriculum and step, so re-running
 the same command resumes as if the run had never stopped. Evals land in `OUT/evals/step-<N>/`
-(the layout `toolgym eval sweep` and `toolgym report` read), the best step per split in
-`OUT/best/<split>/`, one metrics row per step in `OUT/metrics.jsonl`.
+(periodic_eval.py), the best step per split in `OUT/best/<split>/`, one metrics row per step in
+`OUT/metrics.jsonl` (step_metrics.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import json
 import random
-import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from toolgym.dataset.manifest import read_manifest, sha256_file, write_manifest
+from toolgym.dataset.manifest import write_manifest
 from toolgym.envs import Environment, make_env
 from toolgym.policy.base import SamplingParams
 from toolgym.rollout.results import episode_to_row
@@ -33,145 +32,41 @@ from toolgym.rollout.tasks import load_tasks, select_tasks, tasks_file
 from toolgym.schema import Episode, Task
 from toolgym.schema.jsonl import read_models, write_jsonl
 from toolgym.train.batching import Batch
-from toolgym.train.checkpoint import (
-    changed_since_checkpoint,
-    export_model,
-    install_adapter_hooks,
-    latest_checkpoint,
-    load_checkpoint,
-    remove_partial_checkpoints,
-    save_checkpoint,
-)
+from toolgym.train.checkpoint import export_model, install_adapter_hooks
+from toolgym.train.distributed import as_float, export_on_main, is_main_process, make_accelerator
 from toolgym.train.grpo.advantages import Group, GroupStats, build_groups
-from toolgym.train.grpo.config import GRPOConfig, fingerprint_of_recorded
-from toolgym.train.grpo.curriculum import Curriculum, CurriculumRule
+from toolgym.train.grpo.config import GRPOConfig
+from toolgym.train.grpo.distributed import (
+    DistributedGRPOError,
+    check_launch,
+    on_main,
+    sample_shared,
+    sharded_policy_update,
+)
 from toolgym.train.grpo.losses import cross_entropy_logprobs
-from toolgym.train.grpo.policy import SharedModelPolicy
+from toolgym.train.grpo.model_setup import (
+    build_rollout_engine,
+    disable_dropout,
+    forget_earlier_accelerator,
+    load_model_for_grpo,
+)
+from toolgym.train.grpo.off_policy import RolloutPrefetch, SampledStep, sample_now, within_staleness
+from toolgym.train.grpo.periodic_eval import evaluate_step
+from toolgym.train.grpo.result import GRPOError, GRPOResult, progress_bar, stats_text
 from toolgym.train.grpo.rollouts import RolloutPool, step_sampling
+from toolgym.train.grpo.run_state import manifest_fields, resume_state, save_state
+from toolgym.train.grpo.step_metrics import check_all_errored, check_collapse, family_counts, rollout_metrics
 from toolgym.train.grpo.update import policy_update
 from toolgym.train.loss import supervised_logits
 from toolgym.train.metrics import MetricsLog
 from toolgym.train.optim import build_optimizer, build_scheduler
-from toolgym.train.runtime import apply_lora, cpu_seconds, resolve_device, resolve_precision
+from toolgym.train.runtime import cpu_seconds, resolve_device, resolve_precision
 
-EVALS_DIR = "evals"
-BEST_DIR = "best"
+__all__ = ["GRPOError", "GRPOResult", "load_model_for_grpo", "rollout_metrics", "run_grpo"]
+
 FINAL_DIR = "final"
 ROLLOUTS_DIR = "rollouts"
-
-
-class GRPOError(RuntimeError):
-    """The run cannot start or resume (no tasks, changed settings on resume)."""
-
-
-@dataclass
-class GRPOResult:
-    out_dir: str
-    steps: int
-    total_steps: int
-    resumed_from_step: int
-    final_dir: str
-    base_model: str
-    lora: bool
-    best: dict[str, dict[str, Any]] = field(default_factory=dict)  # split → {step, value, k, dir}
-    evals: dict[int, dict[str, Any]] = field(default_factory=dict)  # step → split → numbers
-    first_success_rate: float | None = None
-    last_success_rate: float | None = None
-    seconds: float = 0.0
-    cpu_seconds: float = 0.0
-
-    def render(self) -> str:
-        lines = [f"steps {self.steps}/{self.total_steps}"
-                 + (f" (resumed from step {self.resumed_from_step})" if self.resumed_from_step else "")]
-        if self.first_success_rate is not None and self.last_success_rate is not None:
-            lines.append(f"train success rate (this call's first → last step): "
-                         f"{self.first_success_rate:.1%} → {self.last_success_rate:.1%}")
-        for step, splits in sorted(self.evals.items()):
-            parts = [f"{split} {v['passes']}/{v['scored']} (errored {v['errored']})" for split, v in splits.items()]
-            lines.append(f"eval step {step}: " + ", ".join(parts))
-        for split, best in self.best.items():
-            lines.append(f"best {split}: pass@{best['k']} {best['value']:.3f} at step {best['step']} → {best['dir']}")
-        lines.append(f"final: {self.final_dir}" + (f" (LoRA adapter on {self.base_model})" if self.lora else ""))
-        lines.append(f"{self.seconds / 60:.1f} wall-min · {self.cpu_seconds / 60:.1f} CPU-min (this call)")
-        return "\n".join(lines)
-
-
-def load_model_for_grpo(config: GRPOConfig) -> Any:
-    """The CausalLM to train, from a local folder, with rope scaling and LoRA as configured."""
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    path = Path(config.model)
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"{path}: not a model folder (no config.json)")
-    model_config = AutoConfig.from_pretrained(str(path), local_files_only=True)
-    engine = config.engine
-    if engine.rope_scaling is not None:  # transformers 5 calls it rope_parameters (rope_theta kept from the folder)
-        field_name = "rope_parameters" if hasattr(model_config, "rope_parameters") else "rope_scaling"
-        setattr(model_config, field_name, {**(getattr(model_config, field_name, None) or {}), **engine.rope_scaling})
-    if engine.max_position_embeddings is not None:
-        model_config.max_position_embeddings = engine.max_position_embeddings
-    dtype = torch.bfloat16 if engine.dtype == "bfloat16" else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(str(path), config=model_config, dtype=dtype, local_files_only=True)
-    if config.optim.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        if config.lora.enabled:
-            model.enable_input_require_grads()
-    if config.lora.enabled:
-        model = apply_lora(model, config.lora)
-    return model
-
-
-def _forget_earlier_accelerator() -> None:
-    """accelerate keeps one process-wide state: an SFT stage run earlier in this process (the pipeline) with
-    another precision would make `Accelerator(...)` refuse. Single-process runs start from a clean state."""
-    from accelerate.state import AcceleratorState, PartialState
-
-    if AcceleratorState._shared_state and PartialState().num_processes == 1:
-        AcceleratorState._reset_state()
-
-
-def _disable_dropout(model: torch.nn.Module) -> None:
-    """Dropout off everywhere (LoRA's too): sampled and trained log-probs must come from one policy."""
-    for module in model.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = 0.0
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def rollout_metrics(episodes: list[Episode], groups_stats: GroupStats, rewards: list[float]) -> dict[str, Any]:
-    """The step's episode statistics (errored episodes counted, never averaged in)."""
-    scored = [e for e in episodes if e.status != "error"]
-    passes = sum(e.succeeded for e in scored)
-    tool_calls = [sum(e.tool_calls_by_tool.values()) for e in scored]
-    return {
-        "episodes": len(episodes),
-        "episodes_errored": groups_stats.episodes_errored,
-        "episodes_truncated": sum(e.status == "truncated" for e in scored),
-        "scored_episodes": len(scored),
-        "successes": passes,
-        "success_rate": passes / len(scored) if scored else None,
-        "reward_mean": _mean(rewards),
-        "reward_std": statistics.pstdev(rewards) if len(rewards) > 1 else (0.0 if rewards else None),
-        "task_reward_mean": _mean([e.reward for e in scored]),
-        "partial_score_mean": _mean([e.partial_score for e in scored]),
-        "groups": groups_stats.groups,
-        "groups_with_signal": groups_stats.groups_with_signal,
-        "groups_too_small": groups_stats.groups_too_small,
-        "groups_zero_variance": groups_stats.groups_zero_variance,
-        "groups_anchored": groups_stats.groups_anchored,
-        "tool_calls_per_episode": _mean([float(n) for n in tool_calls]),
-        "format_errors_per_episode": _mean([float(e.format_errors) for e in scored]),
-        "tool_errors_per_episode": _mean([float(e.tool_errors) for e in scored]),
-        "turns_mean": _mean([float(e.turns) for e in scored]),
-        "response_tokens_mean": _mean([float(sum(len(t.completion_ids) for t in e.token_turns)) for e in scored]),
-        # mean -log p of the sampled tokens: a Monte Carlo estimate of the sampling entropy, every step
-        "sampled_token_nll": _mean([-lp for e in scored for t in e.token_turns for lp in t.logprobs]),
-        "errors_by_cause": groups_stats.errors_by_cause,
-        "error_examples": groups_stats.error_examples,
-    }
+PENDING_KEY = "pending_rollouts"  # trainer state: off-policy rollouts sampled for the step after the checkpoint
 
 
 class _Run:
@@ -188,10 +83,15 @@ class _Run:
         self.out = Path(config.out)
         self.started = time.perf_counter()
         self.cpu_started = cpu_seconds()
+        self.prefetch: RolloutPrefetch | None = None
 
     def say(self, text: str) -> None:
-        if self.console is not None:
+        if self.console is not None and is_main_process():
             self.console.print(text)
+
+    def label(self, step: int) -> str:
+        """The name of the weights after `step` updates (what the rollout engine is told it serves)."""
+        return f"{self.out.resolve()}@step-{step}"
 
     # -- setup ------------------------------------------------------------------------------------
 
@@ -212,23 +112,24 @@ class _Run:
                                                     limit=config.eval.limit))
 
     def build(self) -> None:
-        from accelerate import Accelerator
         from transformers import AutoTokenizer, set_seed
 
         config = self.config
         if config.threads:
             torch.set_num_threads(config.threads)
         device = resolve_device(config.engine.device)
-        _forget_earlier_accelerator()
-        self.accelerator = Accelerator(cpu=device == "cpu", mixed_precision=resolve_precision(config.optim.precision, device))
-        if self.accelerator.num_processes > 1:
-            raise GRPOError("GRPO runs in one process for now (rollouts share the trainer's model in-process)")
+        forget_earlier_accelerator()
+        self.accelerator = make_accelerator(device=device, mixed_precision=resolve_precision(config.optim.precision, device))
+        try:  # several processes: DDP, each rank sampling its share of the groups (grpo/distributed.py)
+            check_launch(self.accelerator, config.engine.name, config.off_policy.enabled)
+        except DistributedGRPOError as exc:
+            raise GRPOError(str(exc)) from exc
         set_seed(config.seed)
         self.tokenizer = AutoTokenizer.from_pretrained(config.model, local_files_only=True)
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else (self.tokenizer.eos_token_id or 0))
         model = load_model_for_grpo(config)
-        _disable_dropout(model)
+        disable_dropout(model)
         self.reference_model = None
         if config.loss.kl_coef > 0 and not config.lora.enabled:
             # Full fine-tuning has no switch-off for its update: the reference is a frozen copy of the start.
@@ -244,16 +145,9 @@ class _Run:
         if self.reference_model is not None:
             self.reference_model.to(self.accelerator.device)
         autocast_dtype = torch.bfloat16 if self.accelerator.mixed_precision == "bf16" else None
-        unwrapped = self.accelerator.unwrap_model(self.model)
-        if config.engine.name == "vllm":  # rollouts in vLLM, the trainer's weights pushed and verified each step
-            from toolgym.train.grpo.weight_sync import build_vllm_engine
-
-            self.policy = build_vllm_engine(config, unwrapped, self.tokenizer)
-        else:
-            self.policy = SharedModelPolicy(
-                unwrapped, self.tokenizer, name=f"grpo:{self.out.resolve()}", device=str(self.accelerator.device),
-                max_batch_size=config.engine.max_batch_size, batch_wait_ms=config.engine.batch_wait_ms,
-                autocast_dtype=autocast_dtype)
+        self.policy = build_rollout_engine(config, self.accelerator.unwrap_model(self.model), self.tokenizer,
+                                           name=f"grpo:{self.out.resolve()}", device=str(self.accelerator.device),
+                                           autocast_dtype=autocast_dtype)
         sampling = config.sampling
         self.sampling = SamplingParams(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k,
                                        max_new_tokens=sampling.max_new_tokens, stop=list(sampling.stop))
@@ -266,52 +160,29 @@ class _Run:
         self.pool = RolloutPool(self.policy, slots=slots, env_factory=self.env_factory,
                                 episode_kwargs=self.episode_kwargs)
         self.metrics = MetricsLog(self.out, self.accelerator)
+        if config.off_policy.enabled:
+            self.prefetch = RolloutPrefetch(self.sample_step)
 
-    # -- resume -----------------------------------------------------------------------------------
+    # -- resume and save --------------------------------------------------------------------------
 
     def manifest_fields(self) -> dict[str, Any]:
-        config = self.config
-        return {
-            "config": config.model_dump(mode="json"),
-            "config_fingerprint": config.fingerprint(),
-            "base_model": str(Path(config.model).resolve()),
-            "tasks_path": str(self.tasks_path),
-            "tasks_sha256": sha256_file(self.tasks_path),
-            "train_tasks": len(self.train_tasks),
-            "eval_tasks": len(self.eval_tasks),
-            "lora": config.lora.enabled,
-            "seed": config.seed,
-            "mixed_precision": self.accelerator.mixed_precision,
-            "device": str(self.accelerator.device),
-        }
+        return manifest_fields(self.config, self.accelerator, self.tasks_path, len(self.train_tasks),
+                               len(self.eval_tasks))
 
     def resume(self) -> dict[str, Any]:
-        fields = self.manifest_fields()
-        previous = read_manifest(self.out)
-        if previous and isinstance(previous.get("config"), dict) \
-                and previous.get("config_fingerprint") != fields["config_fingerprint"]:
-            # a run recorded under an earlier fingerprint rule (or shape) is judged by today's rule
-            previous = {**previous, "config_fingerprint": fingerprint_of_recorded(previous["config"])}
-        latest = latest_checkpoint(self.out)
-        changed = changed_since_checkpoint(self.out, previous, fields, ("config_fingerprint", "tasks_sha256", "base_model"))
-        if changed:
-            raise GRPOError(f"{self.out} holds a GRPO run with a different {', '.join(changed)}; resume with the "
-                            "same config, tasks and model, or choose another out folder")
-        remove_partial_checkpoints(self.out)
-        curriculum = self.config.curriculum
-        rule = CurriculumRule(curriculum.min_attempts, curriculum.easy_above, curriculum.easy_weight,
-                              curriculum.hard_below, curriculum.hard_weight, curriculum.default_weight,
-                              kind=curriculum.rule)
-        state: dict[str, Any] = {"step": 0, "curriculum": Curriculum(rule, curriculum.enabled, curriculum.scope,
-                                                                   curriculum.stratify).to_dict(),
-                                 "best": {}, "tool_call_baseline": [], "elapsed_s": 0.0, "cpu_s": 0.0}
-        if latest is not None:
-            state.update(load_checkpoint(self.accelerator, latest))
-        self.curriculum = Curriculum.from_dict(state["curriculum"])
-        self.curriculum.scope_of = {task.id: f"{task.env}/{task.family}" for task in self.tasks_by_id.values()}
-        self.metrics.reset(int(state["step"]))
-        write_manifest(self.out, "grpo", status="running", resumed_from_step=state["step"], **fields)
+        state, self.curriculum = resume_state(self.out, self.config, self.accelerator, self.manifest_fields(),
+                                              self.tasks_by_id, self.metrics)
+        pending = state.pop(PENDING_KEY, None)
+        if pending is not None and self.prefetch is not None:
+            self.prefetch.hold(SampledStep.from_state(pending, self.tasks_by_id))
         return state
+
+    def save(self, step: int, state: dict[str, Any], elapsed: float, cpu: float) -> None:
+        pending = self.prefetch.wait() if self.prefetch is not None else None
+        if pending is not None:
+            state[PENDING_KEY] = pending.to_state()
+        save_state(self.out, self.config, self.accelerator, step, state, self.curriculum, elapsed, cpu)
+        state.pop(PENDING_KEY, None)
 
     # -- one step ---------------------------------------------------------------------------------
 
@@ -345,7 +216,9 @@ class _Run:
             if not chosen:
                 break
             sampling = step_sampling(self.sampling, config.seed, step, round_index)
-            sampled = asyncio.run(self.pool.run(chosen, config.samples_per_task, sampling))
+            sampled = sample_shared(self.accelerator, chosen, config.samples_per_task,
+                                    lambda mine, sampling=sampling: asyncio.run(
+                                        self.pool.run(mine, config.samples_per_task, sampling)))
             tasks += chosen
             episodes += sampled
             used += 1
@@ -355,6 +228,22 @@ class _Run:
             if with_signal >= config.tasks_per_step:
                 break
         return tasks, episodes, used
+
+    def rollouts(self, step: int) -> SampledStep:
+        """The episodes step `step` trains on: prefetched during the previous update (off-policy; those past
+        the staleness bound dropped) or, when none are left, sampled now by the current weights."""
+        too_stale = 0
+        if self.prefetch is not None:
+            held = self.prefetch.take(step)
+            if held is not None:
+                held = within_staleness(held, self.config.off_policy.max_staleness)
+                if held.episodes:
+                    return held
+                too_stale = held.too_stale
+        self.policy.weights_changed(self.label(step))  # type: ignore[attr-defined]
+        sampled = sample_now(self.sample_step, step, version=step)
+        sampled.too_stale = too_stale
+        return sampled
 
     def reference(self) -> Callable[[Batch], torch.Tensor] | None:
         if self.config.loss.kl_coef <= 0:
@@ -375,133 +264,75 @@ class _Run:
     def train_step(self, step: int, state: dict[str, Any]) -> dict[str, Any]:
         config = self.config
         began = time.perf_counter()
-        self.policy.weights_changed(f"{self.out.resolve()}@step-{step}")
-        tasks, episodes, rounds = self.sample_step(step)
+        sampled = self.rollouts(step)
+        tasks, episodes, rounds = sampled.tasks, sampled.episodes, sampled.rounds
         rollout_s = time.perf_counter() - began
-        if config.save_rollouts:
+        if config.save_rollouts and self.accelerator.is_main_process:
             task_of = {t.id: t for t in tasks}
             write_jsonl(self.out / ROLLOUTS_DIR / f"step-{step + 1}.jsonl",
-                        [episode_to_row(e, task_of.get(e.task_id)) for e in episodes])
+                        [{**episode_to_row(e, task_of.get(e.task_id)), "policy_version": sampled.versions[i],
+                          "staleness": sampled.staleness(i)} for i, e in enumerate(episodes)])
         groups, group_stats = self.build_groups(episodes)
         for group in groups:
             self.curriculum.record(group.task_id, len(group.episodes), sum(e.succeeded for e in group.episodes))
+        if self.prefetch is not None and step + 1 < config.steps:  # the next step samples during this update
+            self.policy.weights_changed(self.label(step))  # type: ignore[attr-defined]
+            self.prefetch.start(step + 1, version=step)
         rewards = [r for g in groups for r in g.rewards]
         update_began = time.perf_counter()
         lr = float(self.scheduler.get_last_lr()[0])
         self.model.train()
-        stats = policy_update(  # no optimizer step when no episode is trained (train_items decides which)
-            self.model, self.optimizer, groups, config, pad_id=self.pad_id,
-            device=self.accelerator.device, rng=random.Random(f"toolgym-grpo-mini/{config.seed}/{step}"),
-            backward=self.accelerator.backward,
-            clip_grad=self._clip_grad, autocast=self.accelerator.autocast, reference=self.reference())
+        rng = random.Random(f"toolgym-grpo-mini/{config.seed}/{step}")
+        if self.accelerator.num_processes > 1:  # every rank holds all groups; micro-batches are shared out
+            stats = sharded_policy_update(self.model, self.optimizer, groups, config, accelerator=self.accelerator,
+                                          pad_id=self.pad_id, rng=rng, clip_grad=self._clip_grad,
+                                          reference=self.reference())
+        else:
+            stats = policy_update(  # no optimizer step when no episode is trained (train_items decides which)
+                self.model, self.optimizer, groups, config, pad_id=self.pad_id,
+                device=self.accelerator.device, rng=rng, backward=self.accelerator.backward,
+                clip_grad=self._clip_grad, autocast=self.accelerator.autocast, reference=self.reference())
         for _ in range(stats.optimizer_steps):  # the schedule counts optimizer steps (none without signal)
             self.scheduler.step()
         update_s = time.perf_counter() - update_began
+        off_policy = ({"seconds_rollout_wait": round(rollout_s, 3), "episodes_too_stale": sampled.too_stale}
+                      if self.prefetch is not None else {})
         row: dict[str, Any] = {"kind": "train", "step": step + 1, "lr": lr,
                                **rollout_metrics(episodes, group_stats, rewards), **stats.row(),
                                "updated": stats.optimizer_steps > 0, "sampling_rounds": rounds,
-                               "seconds_rollout": round(rollout_s, 3), "seconds_update": round(update_s, 3),
+                               "seconds_rollout": round(sampled.seconds if self.prefetch else rollout_s, 3),
+                               "seconds_update": round(update_s, 3), **sampled.row(), **off_policy,
                                "curriculum_weights": self.curriculum.weight_counts(),
-                               "families": self.family_counts(groups),
+                               "families": family_counts(groups, self.tasks_by_id),
                                **getattr(self.policy, "sync_metrics", dict)()}  # vllm: the step's weight sync
-        row["tool_call_collapse"] = self._check_collapse(row, state)
+        row["tool_call_collapse"] = check_collapse(row, state, config.monitor, self.say)
         return row
-
-    def family_counts(self, groups: list[Group]) -> dict[str, dict[str, int]]:
-        """Per task family (env/family): scored episodes, successes and groups with signal this step.
-
-        A choice two families share can swing as a whole (one family's successes rise as the other's
-        fall); the step totals hide that, these counts show it.
-        """
-        counts: dict[str, dict[str, int]] = {}
-        for group in groups:
-            task = self.tasks_by_id.get(group.task_id)
-            name = f"{group.env}/{task.family}" if task is not None and task.family else group.env
-            row = counts.setdefault(name, {"episodes": 0, "successes": 0, "groups_with_signal": 0})
-            row["episodes"] += len(group.episodes)
-            row["successes"] += sum(e.succeeded for e in group.episodes)
-            row["groups_with_signal"] += int(group.has_signal)
-        return dict(sorted(counts.items()))
-
-    def _check_all_errored(self, row: dict[str, Any], state: dict[str, Any]) -> None:
-        """A step whose every episode errored trains nothing: say why at once, and stop when it keeps happening."""
-        if not row["episodes"] or row["episodes_errored"] < row["episodes"]:
-            state["all_error_steps"] = 0
-            return
-        state["all_error_steps"] = int(state.get("all_error_steps", 0)) + 1
-        causes = "; ".join(row["error_examples"].values())
-        self.say(f"[red]step {row['step']}: all {row['episodes']} episodes errored[/red]: {causes}")
-        if state["all_error_steps"] >= self.config.monitor.max_all_error_steps:
-            raise GRPOError(f"{state['all_error_steps']} steps in a row where every episode errored "
-                            f"(through step {row['step']}): {causes}")
 
     def _clip_grad(self, max_norm: float) -> float:
         parameters = [p for p in self.model.parameters() if p.requires_grad]
         if max_norm and max_norm > 0:
-            return float(self.accelerator.clip_grad_norm_(parameters, max_norm))
+            return as_float(self.accelerator.clip_grad_norm_(parameters, max_norm))
         grads = [p.grad.detach().norm() for p in parameters if p.grad is not None]
         return float(torch.stack(grads).norm()) if grads else 0.0
 
-    def _check_collapse(self, row: dict[str, Any], state: dict[str, Any]) -> bool:
-        """Agents can learn to stop calling tools (turn collapse): warn when the rate falls well below its start."""
-        rate = row.get("tool_calls_per_episode")
-        if rate is None:
-            return False
-        baseline: list[float] = state.setdefault("tool_call_baseline", [])
-        monitor = self.config.monitor
-        if len(baseline) < monitor.baseline_steps:
-            baseline.append(float(rate))
-            return False
-        reference = sum(baseline) / len(baseline)
-        collapsed = reference > 0 and rate < monitor.collapse_fraction * reference
-        if collapsed:
-            self.say(f"[yellow]warning:[/yellow] step {row['step']}: tool calls per episode {rate:.2f} fell below "
-                     f"{monitor.collapse_fraction:.0%} of the first steps' {reference:.2f} (tool-call collapse?)")
-        return collapsed
-
-    # -- eval, best, checkpoints -----------------------------------------------------------------
+    # -- eval and export --------------------------------------------------------------------------
 
     def evaluate(self, step: int, state: dict[str, Any]) -> dict[str, Any]:
-        """Eval the current weights into OUT/evals/step-<step>/ (resumable) and track the best step per split."""
-        from toolgym.eval.evaluate import run_eval
+        if self.prefetch is not None:  # the engine serves the eval's weights only once the prefetch is done
+            self.prefetch.wait()
 
-        settings = self.config.eval
-        eval_config = self.config.eval_config()
-        self.policy.weights_changed(f"{self.out.resolve()}@step-{step}")
-        result = asyncio.run(run_eval(
-            self.eval_tasks, self.policy, out_dir=self.out / EVALS_DIR / f"step-{step}", config=eval_config,
-            tasks_path=self.tasks_path, env_factory=self.env_factory, name=f"step {step}"))
-        k = settings.best_k or settings.ks[0]
-        numbers: dict[str, Any] = {}
-        for group in result.summary.groups:
-            total = group.total
-            estimate = total.pass_at.get(k)
-            value = estimate.value if estimate is not None and estimate.available else None
-            numbers[group.split] = {"passes": total.passes, "scored": total.scored, "errored": total.errored,
-                                    "episodes": total.episodes, f"pass@{k}": value}
-            if group.greedy is not None:
-                numbers[group.split]["greedy_passes"] = group.greedy.passes
-                numbers[group.split]["greedy_scored"] = group.greedy.scored
-            best = state["best"].get(group.split)
-            if value is not None and (best is None or value > best["value"]):
-                path = self.export(Path(BEST_DIR) / group.split)
-                (path / "best.json").write_text(json.dumps({"step": step, "split": group.split, "k": k,
-                                                            "value": value, "passes": total.passes,
-                                                            "scored": total.scored}) + "\n")
-                state["best"][group.split] = {"step": step, "value": value, "k": k, "dir": str(path)}
-        self.metrics.write({"kind": "eval", "step": step,
-                            **{f"eval_{split}_pass@{k}": v[f"pass@{k}"] for split, v in numbers.items()}})
-        state.setdefault("evals", {})[str(step)] = numbers
+        def work() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+            numbers = evaluate_step(self.config, self.policy, step, state, out=self.out, eval_tasks=self.eval_tasks,
+                                    tasks_path=self.tasks_path, env_factory=self.env_factory, export=self.export,
+                                    metrics=self.metrics)
+            return numbers, state["best"], state.get("evals", {})
+
+        numbers, state["best"], state["evals"] = on_main(self.accelerator, work)  # the other ranks wait for it
         return numbers
 
     def export(self, relative: Path) -> Path:
         return export_model(self.accelerator.unwrap_model(self.model), self.tokenizer, self.config.model,
                             self.out / relative)
-
-    def save(self, step: int, state: dict[str, Any], elapsed: float, cpu: float) -> None:
-        state.update({"step": step, "curriculum": self.curriculum.to_dict(), "elapsed_s": elapsed, "cpu_s": cpu,
-                      "config_fingerprint": self.config.fingerprint()})
-        save_checkpoint(self.accelerator, self.out, step, state, self.config.checkpoint.keep)
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -517,21 +348,22 @@ class _Run:
         self.say(f"GRPO: {len(self.train_tasks)} train tasks · {config.tasks_per_step} tasks × "
                  f"{config.samples_per_task} episodes per step · {total} steps · eval tasks {len(self.eval_tasks)} · "
                  f"precision {self.accelerator.mixed_precision} · "
-                 + (f"LoRA r={config.lora.rank}" if config.lora.enabled else "full weights"))
+                 + (f"LoRA r={config.lora.rank}" if config.lora.enabled else "full weights")
+                 + (" · off-policy rollouts" if config.off_policy.enabled else ""))
         elapsed_before, cpu_before = float(state.get("elapsed_s", 0.0)), float(state.get("cpu_s", 0.0))
         call_started, call_cpu = time.perf_counter(), cpu_seconds()
         success_rates: list[float] = []
         try:
             if config.eval.enabled and self.eval_tasks and resumed_from == 0 and "0" not in state.get("evals", {}):
                 self.evaluate(0, state)
-            with _progress_bar(self.console, self.progress) as bar:
+            with progress_bar(self.console, self.progress) as bar:
                 task = bar.add_task("grpo", total=total, completed=resumed_from, stats="")
                 for step in range(resumed_from, total):
                     row = self.train_step(step, state)
                     row["elapsed_s"] = round(elapsed_before + time.perf_counter() - call_started, 3)
                     row["cpu_s"] = round(cpu_before + cpu_seconds() - call_cpu, 3)
                     self.metrics.write(row)
-                    self._check_all_errored(row, state)
+                    check_all_errored(row, state, config.monitor, self.say)
                     if row["success_rate"] is not None:
                         success_rates.append(row["success_rate"])
                     done = step + 1 == total
@@ -542,9 +374,12 @@ class _Run:
                         self.save(step + 1, state, elapsed_before + time.perf_counter() - call_started,
                                   cpu_before + cpu_seconds() - call_cpu)
                     state["step"] = step + 1
-                    bar.update(task, advance=1, stats=_stats_text(row))
-            final_dir = self.export(Path(FINAL_DIR))
+                    bar.update(task, advance=1, stats=stats_text(row))
+            final_dir = export_on_main(self.accelerator, self.model, self.tokenizer, self.config.model,
+                                       self.out / FINAL_DIR)
         finally:
+            if self.prefetch is not None:
+                self.prefetch.close()
             self.pool.close()
             asyncio.run(self.policy.close())
         result = GRPOResult(
@@ -555,25 +390,10 @@ class _Run:
             first_success_rate=success_rates[0] if success_rates else None,
             last_success_rate=success_rates[-1] if success_rates else None,
             seconds=time.perf_counter() - self.started, cpu_seconds=cpu_seconds() - self.cpu_started)
-        write_manifest(self.out, "grpo", status="complete", result=asdict(result), **self.manifest_fields())
+        if self.accelerator.is_main_process:
+            write_manifest(self.out, "grpo", status="complete", result=asdict(result), **self.manifest_fields())
         self.accelerator.end_training()
         return result
-
-
-def _stats_text(row: dict[str, Any]) -> str:
-    rate = row.get("success_rate")
-    reward = row.get("reward_mean")
-    return (f"success {row['successes']}/{row['scored_episodes']}"
-            + (f" ({rate:.0%})" if rate is not None else "")
-            + (f" · reward {reward:.3f}" if reward is not None else "")
-            + f" · signal {row['groups_with_signal']}/{row['groups']} groups · errors {row['episodes_errored']}")
-
-
-def _progress_bar(console: Any | None, enabled: bool) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(TextColumn("[bold]grpo"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stats]}"),
-                    TimeElapsedColumn(), console=console, disable=not enabled or console is None)
 
 
 def run_grpo(config: GRPOConfig, *, console: Any | None = None, progress: bool = False,

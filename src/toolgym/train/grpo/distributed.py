@@ -1,0 +1,179 @@
+"""GRPO under `accelerate launch --num_processes N` (DDP): rollouts shared by group, one update over all.
+
+Each rank plays the episodes of every N-th task of the step (a task's group never splits: its
+samples_per_task episodes come from one rank, seeded by task and sample index as in one process).
+The episodes are then gathered in one-process order, so every rank builds the same groups,
+advantages, curriculum and metrics; the update deals each optimizer step's micro-batches out to
+the ranks (train/distributed.py) and DDP all-reduces the gradients: the same computation as one
+process up to summation order. FSDP is refused: the in-process sampler needs whole weights on
+every rank.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
+
+import torch
+
+from toolgym.config.grpo import GRPOSettings
+from toolgym.schema import Episode, Task
+from toolgym.train.batching import Batch, micro_batches, prefix_keys
+from toolgym.train.distributed import gather_objects, is_fsdp, shard_step, sum_across
+from toolgym.train.grpo.advantages import Group
+from toolgym.train.grpo.mismatch import step_correction
+from toolgym.train.grpo.registry import lookup
+from toolgym.train.grpo.update import (
+    UpdateStats,
+    _micro_step,
+    _no_grad_logprobs,
+    sequence_ratios,
+    split_mini_batches,
+    train_items,
+    with_weights,
+)
+
+# UpdateStats fields that are sums over the trained tokens (summed over ranks after the update)
+_SUMMED = ("tokens", "loss", "entropy_sum", "kl_sum", "kl_tokens", "ratio_sum", "clipped_low", "clipped_high",
+           "sampler_gap_sum", "sampler_gap_tokens")
+
+
+class DistributedGRPOError(RuntimeError):
+    """A multi-process launch GRPO cannot run."""
+
+
+def check_launch(accelerator: Any, engine: str, off_policy: bool = False) -> None:
+    """GRPO runs data parallel (DDP) with the in-process hf engine, sampling in step with the update."""
+    if accelerator.num_processes == 1:
+        return
+    if is_fsdp(accelerator):
+        raise DistributedGRPOError(
+            "GRPO does not run under FSDP: its in-process sampler needs whole weights on every rank; launch "
+            "with DDP (`accelerate launch --multi_gpu --num_processes N`) or use one process")
+    if engine != "hf":
+        raise DistributedGRPOError(
+            f"GRPO with engine {engine!r} runs in one process (the engine holds the GPUs it samples on); "
+            "multi-process GRPO uses engine hf")
+    if off_policy:
+        raise DistributedGRPOError(
+            "off_policy.enabled samples the next step on a thread while this one trains; with several "
+            "processes its episode exchange would interleave with the gradient all-reduce: turn it off")
+
+
+def my_tasks(tasks: list[Task], rank: int, world: int) -> list[Task]:
+    """The tasks whose groups this rank plays: every world-th, from its rank."""
+    return tasks[rank::world]
+
+
+def merge_episodes(per_rank: list[list[Episode]], tasks: list[Task], samples_per_task: int) -> list[Episode]:
+    """The ranks' episodes in one-process order (task position, then sample index)."""
+    world = len(per_rank)
+    merged: list[Episode] = []
+    for position in range(len(tasks)):
+        rank, slot = position % world, position // world
+        group = per_rank[rank][slot * samples_per_task : (slot + 1) * samples_per_task]
+        if len(group) != samples_per_task or any(e.task_id != tasks[position].id for e in group):
+            raise DistributedGRPOError(f"rank {rank} returned no full group for task {tasks[position].id}")
+        merged.extend(group)
+    return merged
+
+
+def sample_shared(accelerator: Any, tasks: list[Task], samples_per_task: int,
+                  play: Callable[[list[Task]], list[Episode]]) -> list[Episode]:
+    """`play` this rank's tasks, then every rank's episodes, in one-process order, on every rank."""
+    if accelerator.num_processes == 1:
+        return play(tasks)
+    mine = play(my_tasks(tasks, accelerator.process_index, accelerator.num_processes))
+    return merge_episodes(gather_objects(accelerator, mine), tasks, samples_per_task)
+
+
+def on_main(accelerator: Any, work: Callable[[], Any]) -> Any:
+    """`work()` on the main process; every rank gets its value (or its exception, raised)."""
+    if accelerator.num_processes == 1:
+        return work()
+    outcome: tuple[str, Any] = ("ok", None)
+    if accelerator.is_main_process:
+        try:
+            outcome = ("ok", work())
+        except Exception as exc:  # every rank must learn it, or the others wait at the next collective
+            outcome = ("error", exc)
+    kind, value = gather_objects(accelerator, outcome)[0]
+    if kind == "error":
+        raise value
+    return value
+
+
+def sum_stats(accelerator: Any, stats: UpdateStats) -> UpdateStats:
+    """The step's token statistics summed over the ranks (each trained its share of the micro-batches)."""
+    if accelerator.num_processes == 1:
+        return stats
+    totals = sum_across(accelerator, [float(getattr(stats, name)) for name in _SUMMED])
+    for name, total in zip(_SUMMED, totals, strict=True):
+        kind = {f.name: f.type for f in fields(UpdateStats)}[name]
+        setattr(stats, name, round(total) if kind in ("int", int) else total)
+    return stats
+
+
+def sharded_policy_update(
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    groups: list[Group],
+    settings: GRPOSettings,
+    *,
+    accelerator: Any,
+    pad_id: int,
+    rng: random.Random,
+    clip_grad: Callable[[float], float],
+    reference: Callable[[Batch], torch.Tensor] | None = None,
+) -> UpdateStats:
+    """update.policy_update with each optimizer step's micro-batches shared among the ranks.
+
+    Every rank holds the same groups, so the mini-batches, token weights and (GSPO) sequence ratios
+    are the one-process ones; a rank's loss is scaled by the world size because DDP averages gradients.
+    """
+    rank, world = accelerator.process_index, accelerator.num_processes
+    device = accelerator.device
+    autocast: Callable[[], contextlib.AbstractContextManager[Any]] = accelerator.autocast
+    stats = UpdateStats()
+    optim = settings.optim
+    episodes = train_items(groups, settings.experimental.kl_quiet_episodes if reference is not None else 0)
+    if not episodes:
+        return stats
+    correction = None
+    if settings.loss.mismatch.kind != "none":
+        correction = step_correction(settings.loss.mismatch, [item for items in episodes for item in items],
+                                     lambda chosen: _no_grad_logprobs(model, chosen, settings, pad_id=pad_id,
+                                                                      device=device, autocast=autocast))
+        stats.mismatch = correction.stats.row()
+    passes = [mini for _ in range(optim.update_epochs)
+              for mini in split_mini_batches(episodes, optim.mini_batches, rng)]
+    for mini in passes:
+        items = with_weights(mini, settings.loss.aggregation, settings.dr_grpo_constant)
+        lengths = [len(item.sample.input_ids) for item in items]
+        chunks = micro_batches(lengths, list(range(len(items))), optim.batch_tokens,
+                               keys=prefix_keys([item.sample for item in items]))
+        ratios = None
+        if lookup("loss", settings.loss.objective).sequence_ratios:
+            ratios = sequence_ratios(model, items, chunks, len(episodes), pad_id=pad_id, device=device,
+                                     settings=settings, autocast=autocast)
+        mine = shard_step(chunks, rank, world)
+        for position, (indices, weight) in enumerate(mine):
+            last = position == len(mine) - 1
+            sync = contextlib.nullcontext() if last else accelerator.no_sync(model)
+
+            def backward(loss: torch.Tensor, scale: float = weight * world) -> None:
+                accelerator.backward(loss * scale)
+
+            with sync:
+                _micro_step(model, [items[i] for i in indices], settings, stats if weight else UpdateStats(),
+                            pad_id=pad_id, device=device, backward=backward, autocast=autocast,
+                            reference=reference, first=stats.optimizer_steps == 0, episode_ratios=ratios,
+                            correction=correction)
+        stats.grad_norms = (*stats.grad_norms, clip_grad(optim.max_grad_norm))
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        stats.optimizer_steps += 1
+    return sum_stats(accelerator, stats)

@@ -1,0 +1,78 @@
+"""The trainer's model and its rollout engine: loading with rope scaling and LoRA, dropout off, and the
+policy that samples the run's episodes (in-process HF over the trainer's weights, a snapshot of them for
+off-policy rollouts, or vLLM)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from toolgym.policy.base import Policy
+from toolgym.train.grpo.config import GRPOConfig
+from toolgym.train.grpo.policy import SharedModelPolicy
+from toolgym.train.runtime import apply_lora
+
+
+def load_model_for_grpo(config: GRPOConfig) -> Any:
+    """The CausalLM to train, from a local folder, with rope scaling and LoRA as configured."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    path = Path(config.model)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path}: not a model folder (no config.json)")
+    model_config = AutoConfig.from_pretrained(str(path), local_files_only=True)
+    engine = config.engine
+    if engine.rope_scaling is not None:  # transformers 5 calls it rope_parameters (rope_theta kept from the folder)
+        field_name = "rope_parameters" if hasattr(model_config, "rope_parameters") else "rope_scaling"
+        setattr(model_config, field_name, {**(getattr(model_config, field_name, None) or {}), **engine.rope_scaling})
+    if engine.max_position_embeddings is not None:
+        model_config.max_position_embeddings = engine.max_position_embeddings
+    dtype = torch.bfloat16 if engine.dtype == "bfloat16" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(str(path), config=model_config, dtype=dtype, local_files_only=True)
+    if config.optim.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if config.lora.enabled:
+            model.enable_input_require_grads()
+    if config.lora.enabled:
+        model = apply_lora(model, config.lora)
+    return model
+
+
+def forget_earlier_accelerator() -> None:
+    """accelerate keeps one process-wide state: an SFT stage run earlier in this process (the pipeline) with
+    another precision would make `Accelerator(...)` refuse. Single-process runs start from a clean state."""
+    from accelerate.state import AcceleratorState, PartialState
+
+    if AcceleratorState._shared_state and PartialState().num_processes == 1:
+        AcceleratorState._reset_state()
+
+
+def disable_dropout(model: torch.nn.Module) -> None:
+    """Dropout off everywhere (LoRA's too): sampled and trained log-probs must come from one policy."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+
+
+def build_rollout_engine(config: GRPOConfig, model: Any, tokenizer: Any, *, name: str, device: str,
+                         autocast_dtype: torch.dtype | None) -> Policy:
+    """The policy that samples the run's episodes and evals; `weights_changed(label)` makes it serve the
+    trainer's current weights.
+
+    vllm: the trainer's weights pushed and verified on each new label. hf: the trainer's own model object,
+    except with off-policy rollouts, which sample while the update changes that object: they get a
+    snapshot copy, refreshed on each new label.
+    """
+    if config.engine.name == "vllm":
+        from toolgym.train.grpo.weight_sync import build_vllm_engine
+
+        return build_vllm_engine(config, model, tokenizer)
+    options: dict[str, Any] = {"name": name, "device": device, "max_batch_size": config.engine.max_batch_size,
+                               "batch_wait_ms": config.engine.batch_wait_ms, "autocast_dtype": autocast_dtype}
+    if config.off_policy.enabled:
+        from toolgym.train.grpo.off_policy import SnapshotPolicy
+
+        return SnapshotPolicy(model, tokenizer, **options)
+    return SharedModelPolicy(model, tokenizer, **options)
