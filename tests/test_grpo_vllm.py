@@ -4,6 +4,7 @@ step, the mismatch correction's numbers logged, and the reward the run is given 
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,6 @@ def test_the_vllm_cpu_pipeline_config_runs_every_stage(tmp_path: Path) -> None:
     assert [r["sync_version"] for r in rows] == [1, 2]  # vLLM sampled each step, after a verified push
     assert all(r["sync_probe_max_abs"] <= 1e-3 for r in rows)
     assert set(summary["results"]) == {"sft", "grpo"}
+    for stage in ("sft", "grpo"):  # eval.engine: vllm evaluates each stage's model on vLLM
+        manifest = json.loads((tmp_path / "run" / "eval" / stage / "manifest.json").read_text())
+        assert manifest["policy"].startswith("vllm:"), manifest["policy"]

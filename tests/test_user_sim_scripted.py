@@ -10,6 +10,7 @@ import pytest
 
 from test_user_sim_support import ChatScript, dual_task, dual_tasks
 from toolgym.agent.episode import run_episode
+from toolgym.agent.user import STOP_MARKER
 from toolgym.agent.users import (
     InstructingOraclePolicy,
     ScriptedUserSimulator,
@@ -22,7 +23,7 @@ from toolgym.envs import Environment, make_env
 from toolgym.envs.apps.phone_support import APP
 from toolgym.policy.base import Policy, SamplingParams
 from toolgym.policy.oracle import OraclePolicy
-from toolgym.schema import Episode, Task, ToolCall
+from toolgym.schema import Episode, Message, Task, ToolCall
 
 SAMPLING = SamplingParams(temperature=0.0)
 ACTIONS = app_user_actions([APP])
@@ -148,6 +149,17 @@ def test_one_simulator_serves_concurrent_episodes_without_sharing_state() -> Non
     episodes = asyncio.run(all_of_them())
     assert [e.reward for e in episodes] == [1.0, 1.0, 1.0]
     assert all(e.stop_reason == "user_stop" for e in episodes)
+
+
+def test_a_user_with_no_phone_goal_ends_the_conversation_once_answered() -> None:
+    """Imported tasks (e.g. tau2's) carry a scenario but no device goal: an answer that asks nothing ends it."""
+    task = dual_task("dual_no_data_switch")
+    task = task.model_copy(update={"metadata": {k: v for k, v in task.metadata.items() if k != "user_goal"}})
+    session = ScriptedUserSimulator().for_episode(task, make_env(task.env))
+    asked = session.reply([Message(role="assistant", content="Could you tell me what your phone shows?")])
+    assert STOP_MARKER not in asked
+    answered = session.reply([Message(role="assistant", content="Your booking is cancelled and refunded.")])
+    assert answered.endswith(STOP_MARKER)
 
 
 def test_an_unbound_scripted_user_says_how_to_bind_it() -> None:

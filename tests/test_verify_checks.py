@@ -131,6 +131,18 @@ def test_tool_called_does_not_match_a_missing_argument() -> None:
     assert verdict.reward == 0.0
 
 
+def test_tool_called_compares_nested_arguments_by_content_not_key_order() -> None:
+    from toolgym.envs.environment import ToolCallRecord
+
+    env = fresh()
+    sent = {"passengers": [{"last_name": "Kim", "first_name": "Ana"}], "payment": {"id": "c1", "amount": 10}}
+    env.calls.append(ToolCallRecord(name="book", arguments=sent, caller="agent", ok=True))
+    same = {"payment": {"amount": 10, "id": "c1"}, "passengers": [{"first_name": "Ana", "last_name": "Kim"}]}
+    other = {"payment": {"amount": 11, "id": "c1"}, "passengers": [{"first_name": "Ana", "last_name": "Kim"}]}
+    checks = [ToolCalled(name="book", arguments=same), ToolCalled(name="book", arguments=other)]
+    assert [c.passed for c in evaluate_checks(checks, env, None).checks] == [True, False]
+
+
 def test_a_check_on_a_missing_table_is_a_verifier_error_not_a_zero() -> None:
     verdict = evaluate_checks([RowExists(table="no_such_table", where={"id": 1})], fresh(), None)
     assert verdict.error is not None and "no_such_table" in verdict.error

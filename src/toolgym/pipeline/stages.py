@@ -404,6 +404,7 @@ def eval_done(ctx: Context) -> bool:
 
 def run_eval_stage(ctx: Context) -> dict[str, Any]:
     from toolgym.eval.evaluate import EvalConfig, run_eval
+    from toolgym.policy.base import Policy
     from toolgym.policy.hf import HFPolicy
 
     tasks = [t for t in dataset_tasks(ctx) if t.split != "train"]
@@ -422,7 +423,12 @@ def run_eval_stage(ctx: Context) -> dict[str, Any]:
         ctx.say(f"eval {stage}: {ref.model_dir}" + (f" + LoRA {ref.adapter}" if ref.adapter else ""))
         eval_config = EvalConfig.model_validate({"seed": ctx.config.seed, **ctx.config.eval.for_stage(stage)})
 
-        def policy(ref: ModelRef = ref) -> HFPolicy:
+        def policy(ref: ModelRef = ref) -> Policy:
+            if ctx.config.eval.engine == "vllm":
+                from toolgym.policy.vllm_policy import VLLMPolicy
+
+                return VLLMPolicy(ref.model_dir, device=ctx.config.model.device, lora=ref.adapter,
+                                  seed=ctx.config.seed, threads=ctx.config.threads)
             return HFPolicy(ref.model_dir, device=ctx.config.model.device, lora=ref.adapter, seed=ctx.config.seed)
 
         asyncio.run(run_eval(tasks, policy, out_dir=out, config=eval_config, tasks_path=ctx.dataset,

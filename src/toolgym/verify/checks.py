@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from typing import Any
@@ -92,10 +93,15 @@ def _calls_match(call: ToolCallRecord, check: ToolCalled) -> bool:
     if check.arguments is None:
         return True
     # A missing argument must not match an expected value that happens to read "none".
-    return all(
-        k in call.arguments and normalize_text(str(call.arguments[k])) == normalize_text(str(v))
-        for k, v in check.arguments.items()
-    )
+    return all(k in call.arguments and _argument_text(call.arguments[k]) == _argument_text(v)
+               for k, v in check.arguments.items())
+
+
+def _argument_text(value: Any) -> str:
+    """An argument as compared: nested objects by content whatever their key order, text normalised."""
+    if isinstance(value, dict | list):
+        return normalize_text(json.dumps(value, sort_keys=True, ensure_ascii=False))
+    return normalize_text(str(value))
 
 
 def evaluate_check(check: Check, env: Environment, final_answer: str | None, changes: list[RowChange]) -> CheckResult:

@@ -175,6 +175,9 @@ class ScriptedUserSession:
         if parts:
             parts.append("It's still not fixed, though." if calls else "")
             return " ".join(p for p in parts if p)
+        if self.goal is None and "?" not in text:
+            # No phone to check (e.g. imported tau2 tasks): an answer that asks nothing ends the conversation.
+            return f"Thank you, that's all. {STOP_MARKER}"
         if "?" in text and not _PROBLEM_QUESTION.search(text):
             return OUT_OF_SCOPE_REPLY
         shown = self._look_at_phone()
