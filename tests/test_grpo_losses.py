@@ -9,14 +9,8 @@ import random
 import pytest
 import torch
 
-from toolgym.config.grpo import GRPOSettings
-from toolgym.policy.base import SamplingParams
-from toolgym.policy.sampling import RowSampler, RowState
-from toolgym.schema import CheckResult, Episode, TrainingSample, Verdict
-from toolgym.train.batching import collate
-from toolgym.train.grpo.advantages import build_groups, group_advantages, shaped_reward
-from toolgym.train.grpo.curriculum import Curriculum, CurriculumRule
-from toolgym.train.grpo.losses import (
+from toolgym.algorithms.advantages import build_groups, group_advantages, shaped_reward
+from toolgym.algorithms.losses import (
     clipped_surrogate,
     entropy,
     kl_k3,
@@ -24,6 +18,12 @@ from toolgym.train.grpo.losses import (
     sampled_token_logprobs,
     token_weights,
 )
+from toolgym.config.grpo import GRPOSettings
+from toolgym.policy.base import SamplingParams
+from toolgym.policy.sampling import RowSampler, RowState
+from toolgym.schema import CheckResult, Episode, TrainingSample, Verdict
+from toolgym.train.batching import collate
+from toolgym.train.grpo.curriculum import Curriculum, CurriculumRule
 from toolgym.train.grpo.update import (
     TrainItem,
     _aligned,
@@ -337,7 +337,7 @@ def test_kl_on_quiet_groups_pulls_a_drifted_policy_back_to_the_reference() -> No
     from transformers import AutoModelForCausalLM
 
     from test_rollout_support import tiny_model_dir
-    from toolgym.train.grpo.losses import cross_entropy_logprobs, kl_k3
+    from toolgym.algorithms.losses import cross_entropy_logprobs, kl_k3
     from toolgym.train.grpo.update import policy_update
     from toolgym.train.loss import supervised_logits
 

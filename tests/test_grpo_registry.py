@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from test_rollout_support import tiny_model_dir
+from toolgym.algorithms import registry
+from toolgym.algorithms.advantages import build_groups
+from toolgym.algorithms.losses import Surrogate
 from toolgym.config import ConfigError, validate_config
 from toolgym.config.grpo import GRPOSettings
 from toolgym.schema import CheckResult, Episode, TrainingSample, Verdict
-from toolgym.train.grpo import registry
-from toolgym.train.grpo.advantages import build_groups
-from toolgym.train.grpo.losses import Surrogate
 from toolgym.train.grpo.update import policy_update
 
 

@@ -53,7 +53,7 @@ def request(prompt: list[int], **sampling: Any) -> Any:
 
 def trainer_side(model: Any, prompt: list[int], completion: list[int], **sampling: Any) -> torch.Tensor:
     """The trainer's log-probs of the sampled tokens, computed as the GRPO update computes them."""
-    from toolgym.train.grpo.losses import sampled_token_logprobs
+    from toolgym.algorithms.losses import sampled_token_logprobs
 
     with torch.no_grad():
         logits = model(torch.tensor([prompt + completion])).logits[0, len(prompt) - 1 : -1].float()

@@ -3,7 +3,7 @@
 Every hyperparameter of the seed's GPU run is a field here (samples per prompt, lr, KL coefficient,
 temperature, top_p, the `</tool_call>` stop, max turns, YaRN rope scaling, the generation engine). The
 loss objective, the advantage baseline and the loss aggregation are names of registered options
-(`toolgym.train.grpo.registry`). Options that did not earn their place sit under `experimental`.
+(`toolgym.algorithms.registry`). Options that did not earn their place sit under `experimental`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ MOVED = {("advantage", "positive_only"): ("experimental", "positive_only"),
 
 
 def _registered(kind: str, value: str) -> str:
-    from toolgym.train.grpo.registry import names
+    from toolgym.algorithms.registry import names
 
     known = names(kind)
     if value not in known:

@@ -71,7 +71,10 @@ def remove_partial_checkpoints(out_dir: str | Path) -> int:
 
 
 def install_adapter_hooks(accelerator: Any) -> None:
-    """Save / load only the LoRA adapter of a peft model in accelerate checkpoints."""
+    """Save / load only the LoRA adapter of a peft model in accelerate checkpoints.
+
+    Not under FSDP: there accelerate's own FSDP checkpointing saves the sharded model whole.
+    """
     from peft import PeftModel, set_peft_model_state_dict
     from safetensors.torch import load_file
 
@@ -139,14 +142,21 @@ def _fsync_dir(path: Path) -> None:
         os.close(descriptor)
 
 
-def export_model(model: Any, tokenizer: Any, base_model_dir: str | Path, dest: str | Path) -> Path:
-    """A loadable folder: peft adapter (LoRA) or the full HF model + tokenizer + toolgym.json."""
+def export_model(model: Any, tokenizer: Any, base_model_dir: str | Path, dest: str | Path,
+                 state_dict: dict[str, Any] | None = None) -> Path:
+    """A loadable folder: peft adapter (LoRA) or the full HF model + tokenizer + toolgym.json.
+
+    `state_dict` (the gathered full weights of a sharded model) replaces the model's own tensors.
+    """
     from peft import PeftModel
 
     dest = Path(dest)
     partial = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(partial, ignore_errors=True)
-    model.save_pretrained(partial)
+    if state_dict is None:
+        model.save_pretrained(partial)
+    else:
+        model.save_pretrained(partial, state_dict=state_dict)
     if not isinstance(model, PeftModel):
         tokenizer.save_pretrained(partial)
         settings = Path(base_model_dir) / MODEL_CONFIG_FILE
@@ -162,3 +172,13 @@ def export_merged(model: Any, tokenizer: Any, base_model_dir: str | Path, dest: 
     """Merge a peft model's adapter into its base and export the full model (the model is merged in place)."""
     merged = model.merge_and_unload()
     return export_model(merged, tokenizer, base_model_dir, dest)
+
+
+def export_merged_from_adapter(adapter_dir: str | Path, tokenizer: Any, base_model_dir: str | Path,
+                               dest: str | Path, dtype: Any = None) -> Path:
+    """Merge an exported adapter into a fresh copy of its base (for models whose live weights are sharded)."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(str(base_model_dir), dtype=dtype, local_files_only=True)
+    return export_merged(PeftModel.from_pretrained(base, str(adapter_dir)), tokenizer, base_model_dir, dest)

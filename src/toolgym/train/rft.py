@@ -4,6 +4,8 @@ Selection per task (the tau2 RL pipeline's rule): every episode with reward ≥ 
 task has none, its single best episode by partial_score if that is ≥ `min_partial`. Infrastructure
 errors are never kept and never count as attempts that failed. The kept episodes keep the sampler's
 own token ids (token-mode rollout), so SFT trains on exactly what the model produced.
+Under `accelerate launch --num_processes N` the sampling and selection run on the main process
+alone (the other ranks wait), then every rank takes part in the fine-tune.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from toolgym.data.validate import RowChecker
 from toolgym.dataset.manifest import sha256_file, write_manifest
 from toolgym.schema import Task
 from toolgym.schema.jsonl import JsonlError, write_jsonl
+from toolgym.train.distributed import is_main_process, run_on_main
+from toolgym.train.runtime import resolve_device
 from toolgym.train.sft import SFTConfig, SFTResult, run_sft
 
 __all__ = ["RFTConfig", "RFTError", "RFTResult", "run_rft", "select_episodes", "selected_sft_rows"]
@@ -163,6 +167,29 @@ def run_rft(config: RFTConfig, *, console: Any | None = None, progress: bool = F
     `policy` (a Policy or a factory) replaces the sampling policy the spec names; `env_factory` the
     registered environments (tests, custom apps). The model trained is always `config.model`.
     """
+    out = Path(config.out)
+    if config.sft.threads:
+        import torch
+
+        torch.set_num_threads(config.sft.threads)
+    rows_file = out / ROWS_FILE
+    sft_config = SFTConfig.model_validate({"seed": config.seed, "device": config.device,
+                                           **config.sft.model_dump(exclude_unset=True),
+                                           "data": str(rows_file), "model": config.model, "out": str(out / SFT_DIR)})
+    result = run_on_main(lambda: _sample_and_select(config, console=console, progress=progress, policy=policy,
+                                                    env_factory=env_factory),
+                         resolve_device(sft_config.device))
+    result.sft = run_sft(sft_config, console=console, progress=progress)
+    if is_main_process():
+        write_manifest(out, "rft", status="complete", config=config.model_dump(mode="json"), rollout=result.rollout,
+                       selection=result.selection.to_dict(), conversion=result.conversion.to_dict(),
+                       sft=json.loads(json.dumps(asdict(result.sft), default=str)))
+    return result
+
+
+def _sample_and_select(config: RFTConfig, *, console: Any | None, progress: bool, policy: Any | None,
+                       env_factory: Callable[[str], Any] | None) -> RFTResult:
+    """Rollout (resumable) → select → convert, writing OUT/rft_rows.jsonl; raises when nothing is kept."""
     from toolgym.envs import make_env
     from toolgym.policy.base import SamplingParams
     from toolgym.policy.spec import make_policy
@@ -170,10 +197,6 @@ def run_rft(config: RFTConfig, *, console: Any | None = None, progress: bool = F
     from toolgym.rollout.tasks import load_tasks
 
     out = Path(config.out)
-    if config.sft.threads:
-        import torch
-
-        torch.set_num_threads(config.sft.threads)
     tasks_path, tasks = load_tasks(config.tasks, split=config.split, envs=config.envs)
     if not tasks:
         raise RFTError(f"no tasks in {tasks_path} match split={config.split} envs={config.envs}")
@@ -217,11 +240,4 @@ def run_rft(config: RFTConfig, *, console: Any | None = None, progress: bool = F
         write_manifest(out, "rft", status="nothing_kept", config=config.model_dump(mode="json"), selection=selection.to_dict())
         raise RFTError(f"no episode met the thresholds (reward ≥ {config.min_reward:g}, or best partial_score ≥ "
                        f"{config.min_partial:g}); nothing to train on. Results: {results_file}")
-    sft_config = SFTConfig.model_validate({"seed": config.seed, "device": config.device,
-                                           **config.sft.model_dump(exclude_unset=True),
-                                           "data": str(rows_file), "model": config.model, "out": str(out / SFT_DIR)})
-    result.sft = run_sft(sft_config, console=console, progress=progress)
-    write_manifest(out, "rft", status="complete", config=config.model_dump(mode="json"), rollout=summary.to_dict(),
-                   selection=selection.to_dict(), conversion=conversion.to_dict(),
-                   sft=json.loads(json.dumps(asdict(result.sft), default=str)))
     return result

@@ -6,6 +6,8 @@ does not re-weight short samples). Checkpoints every `save_every` steps and at t
 eval loss is exported to `best/`; `final/` holds the last weights (LoRA: the adapter; `--merge`
 adds `merged/`). Re-running the same command in the same `out` resumes from the last checkpoint:
 same batch plan, restored optimizer / scheduler / RNG, and metrics.jsonl continues the curve.
+Under `accelerate launch --num_processes N` each step's micro-batches are shared among the ranks
+(train/distributed.py): the same global batch and steps as one process, files written once.
 """
 
 from __future__ import annotations
@@ -35,14 +37,26 @@ from toolgym.train.batching import (
     supervised_count,
 )
 from toolgym.train.checkpoint import (
+    STATE_FILE,
     changed_since_checkpoint,
     export_merged,
-    export_model,
+    export_merged_from_adapter,
     install_adapter_hooks,
     latest_checkpoint,
     load_checkpoint,
     remove_partial_checkpoints,
     save_checkpoint,
+)
+from toolgym.train.distributed import (
+    WORLD_SIZE_KEY,
+    WorldSizeError,
+    as_float,
+    check_world_size,
+    export_on_main,
+    fsdp_fallback,
+    is_fsdp,
+    make_accelerator,
+    shard_step,
 )
 from toolgym.train.loss import nll_sum
 from toolgym.train.metrics import MetricsLog, check_trackers
@@ -171,7 +185,6 @@ class _Trainer:
     # -- model and optimizer -----------------------------------------------------------------------
 
     def build(self) -> None:
-        from accelerate import Accelerator
         from transformers import set_seed
 
         config = self.config
@@ -179,15 +192,17 @@ class _Trainer:
             torch.set_num_threads(config.threads)
         device = resolve_device(config.device)
         trackers = check_trackers(config.report_to)
-        self.accelerator = Accelerator(
-            cpu=device == "cpu", mixed_precision=resolve_precision(config.precision, device),
-            log_with=trackers or None, project_dir=str(self.out),
-        )
+        self.accelerator = make_accelerator(device=device, mixed_precision=resolve_precision(config.precision, device),
+                                            log_with=trackers, project_dir=self.out)
+        if fsdp_fallback(self.accelerator):
+            self.say("[yellow]note:[/yellow] accelerate shards with FSDP only on GPUs; this CPU run is plain data "
+                     "parallel (same steps, every process holds all weights)")
         set_seed(config.seed)
         lengths = [len(s.input_ids) for s in self.train]
+        # planned for one process: N processes share each step's micro-batches, so the global batch stays
         self.plan: StepPlan = plan_steps(
             lengths, token_budget=config.batch_tokens, grad_accum=config.grad_accum, seed=config.seed,
-            epochs=config.epochs, max_steps=config.max_steps, processes=self.accelerator.num_processes,
+            epochs=config.epochs, max_steps=config.max_steps, processes=1,
             max_rows=config.max_rows, keys=prefix_keys(self.train))
         self.fingerprint = plan_fingerprint(self.plan, lengths)
         seen = 0
@@ -204,7 +219,7 @@ class _Trainer:
                                          warmup_steps_for(total, config.warmup_ratio, config.warmup_steps), total)
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
         self.accelerator.register_for_checkpointing(self.scheduler)
-        if self.lora is not None:
+        if self.lora is not None and not is_fsdp(self.accelerator):
             install_adapter_hooks(self.accelerator)
         self.metrics = MetricsLog(self.out, self.accelerator)
         if trackers:
@@ -230,6 +245,8 @@ class _Trainer:
             "seed": config.seed,
             "mixed_precision": self.accelerator.mixed_precision,
             "device": str(self.accelerator.device),
+            "processes": self.accelerator.num_processes,
+            "distributed_type": str(self.accelerator.distributed_type.value),
         }
 
     def resume(self) -> dict[str, Any]:
@@ -245,11 +262,17 @@ class _Trainer:
         if changed:
             raise SFTError(f"{self.out} holds a run with different {', '.join(changed)}; resume with the same "
                            "data, model and settings, or choose another --out folder")
+        self.accelerator.wait_for_everyone()  # every rank has read the manifest and found the same checkpoint
         if self.accelerator.is_main_process:
             remove_partial_checkpoints(self.out)
         state: dict[str, Any] = {"step": 0, "best_eval_loss": None, "best_step": None, "elapsed_s": 0.0,
                                  "cpu_s": 0.0, "last_eval_step": None}
         if latest is not None:
+            recorded = json.loads((latest / STATE_FILE).read_text(encoding="utf-8"))
+            try:  # before load_state, which would look for another world size's per-rank files
+                check_world_size(recorded, self.accelerator.num_processes, latest)
+            except WorldSizeError as exc:
+                raise SFTError(str(exc)) from exc
             state.update(load_checkpoint(self.accelerator, latest))
             if state.get("plan_fingerprint") != self.fingerprint:
                 raise SFTError(f"{latest}: saved with another batch plan; the data or batching settings changed")
@@ -264,11 +287,11 @@ class _Trainer:
         accelerator = self.accelerator
         micro = self.plan[step]
         step_supervised = sum(supervised_count(self.train[i]) for batch in micro for i in batch)
-        mine = micro[accelerator.process_index :: accelerator.num_processes]
+        mine = shard_step(micro, accelerator.process_index, accelerator.num_processes)
         self.model.train()
         nll_total = 0.0
         tokens = 0
-        for position, indices in enumerate(mine):
+        for position, (indices, weight) in enumerate(mine):
             batch = collate([self.train[i] for i in indices], self.pad_id).to(accelerator.device)
             last = position == len(mine) - 1
             sync = contextlib.nullcontext() if last else accelerator.no_sync(self.model)
@@ -276,12 +299,13 @@ class _Trainer:
                 with accelerator.autocast():
                     nll = nll_sum(self.model, batch)
                 # DDP averages gradients over processes; scale so the step's loss is a per-token mean.
-                accelerator.backward(nll * accelerator.num_processes / max(step_supervised, 1))
-            nll_total += float(nll.detach())
-            tokens += batch.tokens
+                accelerator.backward(nll * (weight * accelerator.num_processes / max(step_supervised, 1)))
+            if weight:
+                nll_total += float(nll.detach())
+                tokens += batch.tokens
         grad_norm = None
         if self.config.max_grad_norm:
-            grad_norm = float(accelerator.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm))
+            grad_norm = as_float(accelerator.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm))
         lr = float(self.scheduler.get_last_lr()[0])
         self.optimizer.step()
         self.scheduler.step()
@@ -303,24 +327,21 @@ class _Trainer:
         accelerator = self.accelerator
         self.model.eval()
         lengths = [len(s.input_ids) for s in self.eval]
-        batches = eval_batches(lengths, self.config.batch_tokens)[accelerator.process_index :: accelerator.num_processes]
+        batches = shard_step(eval_batches(lengths, self.config.batch_tokens), accelerator.process_index,
+                             accelerator.num_processes)
         totals = torch.zeros(2, device=accelerator.device)
-        for indices in batches:
+        for indices, weight in batches:
             batch = collate([self.eval[i] for i in indices], self.pad_id).to(accelerator.device)
             with accelerator.autocast():
-                totals[0] += nll_sum(self.model, batch).float()
-            totals[1] += batch.supervised
+                totals[0] += weight * nll_sum(self.model, batch).float()
+            totals[1] += weight * batch.supervised
         if accelerator.num_processes > 1:
             totals = accelerator.reduce(totals, reduction="sum")
         self.model.train()
         return float(totals[0] / totals[1]) if totals[1] > 0 else None
 
     def export(self, name: str) -> Path:
-        path = self.out / name
-        if self.accelerator.is_main_process:
-            export_model(self.accelerator.unwrap_model(self.model), self.tokenizer, self.config.model, path)
-        self.accelerator.wait_for_everyone()
-        return path
+        return export_on_main(self.accelerator, self.model, self.tokenizer, self.config.model, self.out / name)
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -361,13 +382,17 @@ class _Trainer:
                     state["cpu_s"] = cpu_before + cpu_seconds() - call_cpu
                     state["plan_fingerprint"] = self.fingerprint
                     state["total_steps"] = total
+                    state[WORLD_SIZE_KEY] = accelerator.num_processes
                     save_checkpoint(accelerator, self.out, step + 1, state, config.save_total_limit)
                 bar.update(task, advance=1, loss=f"loss {row['loss']:.4f}")
         final_dir = self.export("final")
         merged_dir = None
         if config.lora.enabled and config.merge:
             merged_dir = self.out / "merged"
-            if accelerator.is_main_process:
+            if accelerator.is_main_process and is_fsdp(accelerator):  # the live weights are sharded: merge a fresh copy
+                export_merged_from_adapter(final_dir, self.tokenizer, config.model, merged_dir,
+                                           dtype=getattr(torch, config.dtype))
+            elif accelerator.is_main_process:
                 export_merged(accelerator.unwrap_model(self.model), self.tokenizer, config.model, merged_dir)
             accelerator.wait_for_everyone()
         if first_loss is None:  # nothing left to run: report the curve already on disk

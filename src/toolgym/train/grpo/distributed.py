@@ -19,13 +19,13 @@ from typing import Any
 
 import torch
 
+from toolgym.algorithms.advantages import Group
+from toolgym.algorithms.registry import lookup
 from toolgym.config.grpo import GRPOSettings
 from toolgym.schema import Episode, Task
 from toolgym.train.batching import Batch, micro_batches, prefix_keys
 from toolgym.train.distributed import gather_objects, is_fsdp, shard_step, sum_across
-from toolgym.train.grpo.advantages import Group
 from toolgym.train.grpo.mismatch import step_correction
-from toolgym.train.grpo.registry import lookup
 from toolgym.train.grpo.update import (
     UpdateStats,
     _micro_step,

@@ -7,9 +7,9 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from toolgym.algorithms.advantages import Group, GroupStats
 from toolgym.config.grpo import MonitorSettings
 from toolgym.schema import Episode, Task
-from toolgym.train.grpo.advantages import Group, GroupStats
 from toolgym.train.grpo.result import GRPOError
 
 

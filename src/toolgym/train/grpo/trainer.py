@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from toolgym.algorithms.advantages import Group, GroupStats, build_groups
+from toolgym.algorithms.losses import cross_entropy_logprobs
 from toolgym.dataset.manifest import write_manifest
 from toolgym.envs import Environment, make_env
 from toolgym.policy.base import SamplingParams
@@ -34,7 +36,6 @@ from toolgym.schema.jsonl import read_models, write_jsonl
 from toolgym.train.batching import Batch
 from toolgym.train.checkpoint import export_model, install_adapter_hooks
 from toolgym.train.distributed import as_float, export_on_main, is_main_process, make_accelerator
-from toolgym.train.grpo.advantages import Group, GroupStats, build_groups
 from toolgym.train.grpo.config import GRPOConfig
 from toolgym.train.grpo.distributed import (
     DistributedGRPOError,
@@ -43,7 +44,6 @@ from toolgym.train.grpo.distributed import (
     sample_shared,
     sharded_policy_update,
 )
-from toolgym.train.grpo.losses import cross_entropy_logprobs
 from toolgym.train.grpo.model_setup import (
     build_rollout_engine,
     disable_dropout,

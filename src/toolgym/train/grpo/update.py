@@ -21,19 +21,19 @@ from typing import Any
 
 import torch
 
-from toolgym.config.grpo import GRPOSettings
-from toolgym.schema import TrainingSample
-from toolgym.train.batching import IGNORE_INDEX, Batch, collate, micro_batches, prefix_keys, supervised_count
-from toolgym.train.grpo.advantages import Group
-from toolgym.train.grpo.losses import (
+from toolgym.algorithms.advantages import Group
+from toolgym.algorithms.losses import (
     cross_entropy_logprobs,
     entropy,
     policy_loss,
     sampled_token_logprobs,
     token_weights,
 )
+from toolgym.algorithms.registry import lookup
+from toolgym.config.grpo import GRPOSettings
+from toolgym.schema import TrainingSample
+from toolgym.train.batching import IGNORE_INDEX, Batch, collate, micro_batches, prefix_keys, supervised_count
 from toolgym.train.grpo.mismatch import StepCorrection, step_correction
-from toolgym.train.grpo.registry import lookup
 from toolgym.train.loss import supervised_logits
 
 

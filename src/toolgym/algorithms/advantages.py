@@ -43,7 +43,7 @@ def group_advantages(rewards: Sequence[float], std_normalize: bool = True, eps: 
     n = len(rewards)
     if n < MIN_GROUP_SIZE:
         return [0.0] * n
-    from toolgym.train.grpo.registry import lookup
+    from toolgym.algorithms.registry import lookup
 
     try:
         centre = lookup("baseline", baseline)

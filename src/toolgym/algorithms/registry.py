@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from toolgym.train.grpo.losses import Surrogate, clipped_surrogate_of, sequence_ratio_per_token
+from toolgym.algorithms.losses import Surrogate, clipped_surrogate_of, sequence_ratio_per_token
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ def token_weights(tokens_per_episode: list[int], aggregation: str, constant: int
     registered aggregation (token_mean, sequence_mean, dr_grpo, …; see registry.py). Computing weights for
     the whole step up front keeps gradient accumulation exact.
     """
-    from toolgym.train.grpo.registry import lookup
+    from toolgym.algorithms.registry import lookup
 
     try:
         aggregate = lookup("aggregation", aggregation)
@@ -121,7 +121,7 @@ def policy_loss(logprobs: torch.Tensor, sampler_logprobs: torch.Tensor, advantag
     ratio, are given, else token). `kl_logprobs` are the policy's log-probs the KL compares with the
     reference's (default `logprobs`; the trainer passes temperature-1 ones so the KL is between the models).
     """
-    from toolgym.train.grpo.registry import LossInputs, lookup
+    from toolgym.algorithms.registry import LossInputs, lookup
 
     option = lookup("loss", objective or ("sequence" if sequence_ratios is not None else "token"))
     # the registered loss reads the run's LossSettings (or, called alone, just the clip range)
