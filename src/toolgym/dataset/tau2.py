@@ -28,11 +28,10 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from toolgym.dataset.fleet import RecordError, Reject, iter_records
-from toolgym.dataset.manifest import sha256_file, write_manifest
+from toolgym.dataset.fleet import RecordError, Reject, iter_records, write_imported
 from toolgym.schema import AnswerContains, Task, ToolCall, ToolCalled, ToolNotCalled, UserScenario
 from toolgym.schema.checks import Check
-from toolgym.schema.jsonl import field_path, write_jsonl
+from toolgym.schema.jsonl import field_path
 from toolgym.schema.task import Split
 
 ENV_VERSION = "tau2"
@@ -376,22 +375,9 @@ def import_tau2_file(
 
 def write_tau2_import(result: Tau2Import, out_dir: str | Path, write_tools: list[str] | None = None) -> dict[str, Path]:
     """DIR/tasks.jsonl, DIR/errors.jsonl, and DIR/manifest.json with every task's mapping report."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tasks_path, errors_path = out / "tasks.jsonl", out / "errors.jsonl"
-    write_jsonl(tasks_path, result.tasks)
-    write_jsonl(errors_path, [asdict(e) for e in result.errors])
-    manifest = write_manifest(
-        out,
-        "tau2_import",
-        source_path=str(result.source),
-        source_sha256=sha256_file(result.source),
-        splits_path=str(result.splits_file) if result.splits_file else None,
-        tasks_sha256=sha256_file(tasks_path),
-        write_tools=write_tools,
-        db_check=("each gold write action made (tool_called) and no other write tool called (tool_not_called)"
-                  if write_tools is not None else "not checked: no write tools named"),
-        counts=result.counts(),
-        tasks=[asdict(r) for r in result.reports],
-    )
-    return {"tasks": tasks_path, "errors": errors_path, "manifest": manifest}
+    db_check = ("each gold write action made (tool_called) and no other write tool called (tool_not_called)"
+                if write_tools is not None else "not checked: no write tools named")
+    return write_imported(out_dir, "tau2_import", result.tasks, result.errors, result.source,
+                          splits_path=str(result.splits_file) if result.splits_file else None,
+                          write_tools=write_tools, db_check=db_check, counts=result.counts(),
+                          tasks=[asdict(r) for r in result.reports])
