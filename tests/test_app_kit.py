@@ -13,7 +13,7 @@ import pytest
 from toolgym.envs import ToolContext, ToolError, kit, resolve_date
 from toolgym.envs.context import EnvContext
 from toolgym.envs.examples.toy import APP
-from toolgym.schema import AnswerContains, DiffOnly, ToolNotCalled
+from toolgym.schema import AnswerContains, DiffOnly, ExpectedChange, FieldEquals, RowExists, ToolNotCalled
 
 
 def test_human_date_says_a_date_three_ways() -> None:
@@ -139,3 +139,16 @@ def test_directory_member_needs_the_account_and_names_what_is_missing() -> None:
         member("bo")
     with pytest.raises(ToolError, match="the logged-in user 'cy' is not in the directory"):
         member("cy")
+
+
+def test_row_check_builders_make_the_checks_a_write_task_is_graded_by() -> None:
+    """The one-line builders, exported from the kit, give the same checks as spelled out in full."""
+    where = {"id": 7}
+    assert kit.has_row("files", where, "file kept", count=1) == RowExists(
+        table="files", where=where, count=1, weight=1.0, label="file kept")
+    assert kit.field_is("files", where, "name", "a.txt", "renamed", weight=2.0) == FieldEquals(
+        table="files", where=where, field="name", value="a.txt", weight=2.0, label="renamed")
+    only = kit.only("only the rename", [kit.updated("files", where, ["name"]), kit.inserted("activity", {"actor": "me"})])
+    assert only == DiffOnly(expected=[ExpectedChange(table="files", op="update", where=where, fields=["name"]),
+                                      ExpectedChange(table="activity", op="insert", where={"actor": "me"})],
+                            weight=1.0, label="only the rename")

@@ -16,6 +16,7 @@ Apps use it as `from toolgym.envs import kit` and `kit.call(...)`; docs/adding-a
 - seeding (for schema.py and data.py): `named_rows`, `insert_population` into `POPULATION_USERS_TABLE`,
   `insert_cards` into `CARDS_TABLE`;
 - package: `PackagedApp` and `read_policy`: an app package declares its parts, the kit wires them;
+- row_checks (for write tasks): `has_row`, `field_is`, `inserted`, `updated`, `only` (one line a check);
 - sql (for tools): `Where`, a WHERE clause from optional filters (`when(value, condition)`: one line a filter);
 - texts: `module_texts(__file__)`, a module's prompt templates and word lists from `texts/<module>.json`.
 """
@@ -37,6 +38,7 @@ from toolgym.envs.kit.dates import (
 from toolgym.envs.kit.package import PackagedApp, read_policy
 from toolgym.envs.kit.phrasing import clock, money, names_list, phrase, pick_phrasing, plural, with_article
 from toolgym.envs.kit.picks import env_for, env_for_username, env_vars, next_id, pick, unique_best, user_by_id
+from toolgym.envs.kit.row_checks import field_is, has_row, inserted, only, updated
 from toolgym.envs.kit.seeding import (
     CARDS_TABLE,
     POPULATION_USERS_TABLE,
@@ -69,10 +71,13 @@ __all__ = [
     "env_for",
     "env_for_username",
     "env_vars",
+    "field_is",
+    "has_row",
     "human_date",
     "impossible_checks",
     "insert_cards",
     "insert_population",
+    "inserted",
     "iso",
     "logged_in_user",
     "lookup_checks",
@@ -81,6 +86,7 @@ __all__ = [
     "named_rows",
     "names_list",
     "next_id",
+    "only",
     "payment_method",
     "phrase",
     "pick",
@@ -91,6 +97,7 @@ __all__ = [
     "relative_day",
     "today_before",
     "unique_best",
+    "updated",
     "user_by_id",
     "with_article",
 ]

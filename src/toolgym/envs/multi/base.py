@@ -164,15 +164,15 @@ def refusal_checks(write_tools: list[str]) -> list[Check]:
     return kit.impossible_checks(write_tools, reply_label=kit.SAYS_IT_CANNOT, unchanged_label=NO_APP_CHANGED)
 
 
+def draft(prompt: str, env: dict[str, str], gold: list[ToolCall], answer: str, checks: list[Check],
+          difficulty: int, index: int, **metadata: Any) -> TaskDraft:
+    """A composition task from its parts in one call; `index` is the phrasing drawn, first in the metadata."""
+    return TaskDraft(prompt=prompt, env_variables=env, reference_solution=gold, expected_answer=answer,
+                     checks=checks, difficulty=difficulty, metadata={"phrasing": index, **metadata})
+
+
 def refusal(env: dict[str, str], prompt: str, index: int, kind: str, reason: str, gold: list[ToolCall],
             write_tools: list[str], extra: dict[str, Any] | None = None) -> TaskDraft:
     """An impossible composition task: the gold calls find out why, and the reply says 'I cannot' and why."""
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env,
-        reference_solution=gold,
-        expected_answer=f"I cannot do that: {reason}.",
-        checks=refusal_checks(write_tools),
-        difficulty=2,
-        metadata={"phrasing": index, "reason": kind, **(extra or {})},
-    )
+    return draft(prompt, env, gold, f"I cannot do that: {reason}.", refusal_checks(write_tools), 2, index,
+                 reason=kind, **(extra or {}))

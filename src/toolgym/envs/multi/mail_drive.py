@@ -24,6 +24,7 @@ from toolgym.envs.multi.base import (
     Worlds,
     choice,
     day_phrases,
+    draft,
     guarded,
     refusal,
 )
@@ -157,15 +158,11 @@ def share_with_sender(rng: random.Random, worlds: Worlds) -> TaskDraft:
         only("only the share and the reply", [*expected, inserted("mail.messages", reply)], weight=2.0),
         AnswerContains(values=[file["name"]], weight=1.0, label="names the file"),
     ]
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env,
-        reference_solution=[kit.call("search_messages", sender=sender["name"]), *finds, *writes],
-        expected_answer=f"I shared {file['name']} with {sender['name']} as {role} and replied to their email "
-                        f"'{message['subject']}'.",
-        checks=checks,
-        difficulty=3,
-        metadata={"phrasing": index, "message_id": message["id"], "file_id": file["id"]},
+    return draft(
+        prompt, env, [kit.call("search_messages", sender=sender["name"]), *finds, *writes],
+        f"I shared {file['name']} with {sender['name']} as {role} and replied to their email "
+        f"'{message['subject']}'.",
+        checks, 3, index, message_id=message["id"], file_id=file["id"],
     )
 
 
@@ -213,16 +210,12 @@ def share_with_attendees(rng: random.Random, worlds: Worlds) -> TaskDraft:
         DiffOnly(expected=expected, weight=2.0, label="only shares with the accepted attendees"),
         AnswerContains(values=[p["name"] for p in accepted], weight=1.0, label="names who got access"),
     ]
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env,
-        reference_solution=[kit.call("list_events", date=argument), kit.call("get_event", event_id=event["id"]),
-                            *finds, *writes],
-        expected_answer=f"I shared {file['name']} as {role} with "
-                        f"{', '.join(p['name'] for p in accepted)}, who accepted '{event['title']}'.",
-        checks=checks,
-        difficulty=3,
-        metadata={"phrasing": index, "event_id": event["id"], "file_id": file["id"], "grantees": len(accepted)},
+    return draft(
+        prompt, env, [kit.call("list_events", date=argument), kit.call("get_event", event_id=event["id"]),
+                      *finds, *writes],
+        f"I shared {file['name']} as {role} with "
+        f"{', '.join(p['name'] for p in accepted)}, who accepted '{event['title']}'.",
+        checks, 3, index, event_id=event["id"], file_id=file["id"], grantees=len(accepted),
     )
 
 
@@ -270,15 +263,11 @@ def request_edit_access(rng: random.Random, worlds: Worlds) -> TaskDraft:
         only("only the email; Drive unchanged", [inserted("mail.messages", sent)], weight=2.0),
         AnswerContains(values=[owner["name"]], weight=1.0, label="names the owner"),
     ]
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env,
-        reference_solution=[kit.call("search_files", query=file["name"]), kit.call("get_file", file_id=file["id"]),
-                            kit.call("search_contacts", query=owner["name"]), send],
-        expected_answer=f"{file['name']} is owned by {owner['name']}; I emailed them asking for edit access.",
-        checks=checks,
-        difficulty=2,
-        metadata={"phrasing": index, "file_id": file["id"], "owner": owner["username"]},
+    return draft(
+        prompt, env, [kit.call("search_files", query=file["name"]), kit.call("get_file", file_id=file["id"]),
+                      kit.call("search_contacts", query=owner["name"]), send],
+        f"{file['name']} is owned by {owner['name']}; I emailed them asking for edit access.",
+        checks, 2, index, file_id=file["id"], owner=owner["username"],
     )
 
 

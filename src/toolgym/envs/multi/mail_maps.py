@@ -26,6 +26,7 @@ from toolgym.envs.multi.base import (
     Worlds,
     choice,
     day_phrases,
+    draft,
     guarded,
     no_change,
     refusal,
@@ -111,17 +112,13 @@ def accept_with_travel_time(rng: random.Random, worlds: Worlds) -> TaskDraft:
         only("only the invitation answered; maps unchanged", [updated("mail.event_invites", where, ["response", "responded_at"])], weight=2.0),
         minutes_check(route),
     ]
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env,
-        reference_solution=[kit.call("list_invites", status="pending", date=argument),
-                            kit.call("get_directions", origin=origin, destination=invite["location"], mode=mode),
-                            accept],
-        expected_answer=f"I accepted '{invite['title']}' ({invite['start']}, {invite['location']}). The {MODES[mode][1]} "
-                        f"from {origin} is {route['distance_km']} km and takes {route['duration_min']} minutes.",
-        checks=checks,
-        difficulty=2,
-        metadata={"phrasing": index, "event_id": invite["event_id"], "mode": mode, "origin": origin},
+    return draft(
+        prompt, env, [kit.call("list_invites", status="pending", date=argument),
+                      kit.call("get_directions", origin=origin, destination=invite["location"], mode=mode),
+                      accept],
+        f"I accepted '{invite['title']}' ({invite['start']}, {invite['location']}). The {MODES[mode][1]} "
+        f"from {origin} is {route['distance_km']} km and takes {route['duration_min']} minutes.",
+        checks, 2, index, event_id=invite["event_id"], mode=mode, origin=origin,
     )
 
 
@@ -171,18 +168,14 @@ def block_travel_time(rng: random.Random, worlds: Worlds) -> TaskDraft:
         only("only the travel block; maps unchanged", [inserted("mail.calendar_events", new)], weight=2.0),
         minutes_check(route, weight=1.0),
     ]
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env,
-        reference_solution=[kit.call("list_events", date=argument),
-                            kit.call("get_directions", origin=origin, destination=event["location"], mode=mode),
-                            create],
-        expected_answer=f"The {MODES[mode][1]} from {origin} to {event['location']} takes {route['duration_min']} "
-                        f"minutes, so I added '{block}' on {day.isoformat()} from {_hhmm(start)} to "
-                        f"{event['start'][11:16]}.",
-        checks=checks,
-        difficulty=3,
-        metadata={"phrasing": index, "event_id": event["id"], "mode": mode, "origin": origin, "minutes": length},
+    return draft(
+        prompt, env, [kit.call("list_events", date=argument),
+                      kit.call("get_directions", origin=origin, destination=event["location"], mode=mode),
+                      create],
+        f"The {MODES[mode][1]} from {origin} to {event['location']} takes {route['duration_min']} "
+        f"minutes, so I added '{block}' on {day.isoformat()} from {_hhmm(start)} to "
+        f"{event['start'][11:16]}.",
+        checks, 3, index, event_id=event["id"], mode=mode, origin=origin, minutes=length,
     )
 
 
@@ -242,19 +235,15 @@ def meal_after_meeting(rng: random.Random, worlds: Worlds) -> TaskDraft:
         only("only the event, its invitations and the saved place", [inserted("mail.calendar_events", new), *(ExpectedChange(table="mail.event_invites", op="insert", where={"event_id": created["id"], "invitee_email": email}) for email in accepted), inserted("maps.saved_places", saved)], weight=2.0),
         AnswerContains(values=[place["name"]], weight=1.0, label="names the place"),
     ]
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env,
-        reference_solution=[kit.call("list_events", date=argument), kit.call("get_event", event_id=event["id"]),
-                            kit.call("nearby_places", place=event["location"], category=category, radius_km=radius,
-                                 open_on=day.isoformat(), open_at=end, sort_by="rating"),
-                            kit.call("list_my_lists"), create, save],
-        expected_answer=f"{place['name']} (rated {place['rating']}) is the best-rated {category} within "
-                        f"{radius:g} km that is open at {end}. I booked '{title}' there from {end} to {finish} "
-                        f"with {', '.join(accepted)} and saved it to '{saved_list['name']}'.",
-        checks=checks,
-        difficulty=3,
-        metadata={"phrasing": index, "event_id": event["id"], "place_id": place["place_id"]},
+    return draft(
+        prompt, env, [kit.call("list_events", date=argument), kit.call("get_event", event_id=event["id"]),
+                      kit.call("nearby_places", place=event["location"], category=category, radius_km=radius,
+                           open_on=day.isoformat(), open_at=end, sort_by="rating"),
+                      kit.call("list_my_lists"), create, save],
+        f"{place['name']} (rated {place['rating']}) is the best-rated {category} within "
+        f"{radius:g} km that is open at {end}. I booked '{title}' there from {end} to {finish} "
+        f"with {', '.join(accepted)} and saved it to '{saved_list['name']}'.",
+        checks, 3, index, event_id=event["id"], place_id=place["place_id"],
     )
 
 
@@ -286,17 +275,13 @@ def first_meeting_commute(rng: random.Random, worlds: Worlds) -> TaskDraft:
         minutes_check(route),
         no_change(),
     ]
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env,
-        reference_solution=[kit.call("list_events", date=argument),
-                            kit.call("get_directions", origin=origin, destination=first["location"], mode=mode)],
-        expected_answer=f"Your first in-person meeting {said} is '{first['title']}' at {first['start'][11:16]} in "
-                        f"{first['location']}; the {MODES[mode][1]} from {origin} takes {route['duration_min']} "
-                        f"minutes ({route['distance_km']} km).",
-        checks=checks,
-        difficulty=2,
-        metadata={"phrasing": index, "event_id": first["id"], "skipped_video_calls": events.index(first)},
+    return draft(
+        prompt, env, [kit.call("list_events", date=argument),
+                      kit.call("get_directions", origin=origin, destination=first["location"], mode=mode)],
+        f"Your first in-person meeting {said} is '{first['title']}' at {first['start'][11:16]} in "
+        f"{first['location']}; the {MODES[mode][1]} from {origin} takes {route['duration_min']} "
+        f"minutes ({route['distance_km']} km).",
+        checks, 2, index, event_id=first["id"], skipped_video_calls=events.index(first),
     )
 
 

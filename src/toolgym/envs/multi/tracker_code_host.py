@@ -25,6 +25,7 @@ from toolgym.envs.multi.base import (
     Unusable,
     Worlds,
     choice,
+    draft,
     guarded,
     no_change,
     refusal_checks,
@@ -181,15 +182,12 @@ def _merge_draft(rng: random.Random, worlds: Worlds, ticket: dict[str, Any], me:
     via = f" (through {', '.join(steps[:-1])})" if len(steps) > 1 else ""
     answer = (f"{'I approved and merged' if approve else 'I merged'} {ticket['repo']}#{ticket['number']} ({method}) "
               f"and moved {ticket['key']} to Done{via}.")
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env,
-        reference_solution=[kit.call("get_ticket", key=ticket["key"]),
-                            kit.call("get_pull_request", repo=ticket["repo"], number=ticket["number"]), *writes],
-        expected_answer=answer,
-        checks=_merge_checks(ticket, method, me, approved_by_me=approve),
-        difficulty=3 if approve or len(steps) > 1 else 2,
-        metadata={"phrasing": index, "ticket": ticket["key"], "pull_request": f"{ticket['repo']}#{ticket['number']}"},
+    return draft(
+        prompt, env, [kit.call("get_ticket", key=ticket["key"]),
+                      kit.call("get_pull_request", repo=ticket["repo"], number=ticket["number"]), *writes],
+        answer,
+        _merge_checks(ticket, method, me, approved_by_me=approve), 3 if approve or len(steps) > 1 else 2, index,
+        ticket=ticket["key"], pull_request=f"{ticket['repo']}#{ticket['number']}",
     )
 
 
@@ -228,15 +226,12 @@ def merge_and_close_impossible(rng: random.Random, worlds: Worlds) -> TaskDraft:
         raise Unusable("the merge would succeed")
     method, how = _merge_phrase(rng)
     index, prompt = kit.phrase(rng, IMPOSSIBLE_PHRASINGS, key=ticket["key"], how=how)
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env,
-        reference_solution=[kit.call("get_ticket", key=ticket["key"]),
-                            kit.call("get_pull_request", repo=ticket["repo"], number=ticket["number"])],
-        expected_answer=f"I cannot merge {ticket['repo']}#{ticket['number']} and close {ticket['key']}: {reason}.",
-        checks=refusal_checks(["merge_pull_request", "transition_ticket"]),
-        difficulty=2,
-        metadata={"phrasing": index, "ticket": ticket["key"], "reason": kind, "method": method},
+    return draft(
+        prompt, env, [kit.call("get_ticket", key=ticket["key"]),
+                      kit.call("get_pull_request", repo=ticket["repo"], number=ticket["number"])],
+        f"I cannot merge {ticket['repo']}#{ticket['number']} and close {ticket['key']}: {reason}.",
+        refusal_checks(["merge_pull_request", "transition_ticket"]), 2, index,
+        ticket=ticket["key"], reason=kind, method=method,
     )
 
 
@@ -270,15 +265,11 @@ def pull_request_status(rng: random.Random, worlds: Worlds) -> TaskDraft:
         checks += [AnswerContains(values=[pr["merged_by"]], weight=2.0, label="names who merged it"),
                    AnswerContains(values=[pr["merge_method"]], weight=1.0, label="gives the merge method")]
         answer = f"{ref} was merged by {pr['merged_by']} with the {pr['merge_method']} method on {pr['merged_at']}."
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env,
-        reference_solution=[kit.call("get_ticket", key=ticket["key"]),
-                            kit.call("get_pull_request", repo=ticket["repo"], number=ticket["number"])],
-        expected_answer=answer,
-        checks=[*checks, no_change()],
-        difficulty=1,
-        metadata={"phrasing": index, "ticket": ticket["key"], "pull_request": ref},
+    return draft(
+        prompt, env, [kit.call("get_ticket", key=ticket["key"]),
+                      kit.call("get_pull_request", repo=ticket["repo"], number=ticket["number"])],
+        answer,
+        [*checks, no_change()], 1, index, ticket=ticket["key"], pull_request=ref,
     )
 
 
@@ -325,16 +316,12 @@ def issue_to_ticket(rng: random.Random, worlds: Worlds) -> TaskDraft:
         only("only the new ticket and the comment", [inserted("tracker.tickets", ticket_where), inserted("code_host.comments", {"issue_id": issue["id"], "author": me})], weight=2.0),
         AnswerContains(values=[key], weight=1.0, label="gives the new ticket key"),
     ]
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=env,
-        reference_solution=[kit.call("get_issue", repo=link["repo"], number=issue["number"]), kit.call("list_projects"),
-                            create, note],
-        expected_answer=f"I created {key} ({kind}, {priority}) in {link['project_key']} for {link['repo']}"
-                        f"#{issue['number']} and commented on the issue.",
-        checks=checks,
-        difficulty=2,
-        metadata={"phrasing": index, "issue": f"{link['repo']}#{issue['number']}", "ticket": key},
+    return draft(
+        prompt, env, [kit.call("get_issue", repo=link["repo"], number=issue["number"]), kit.call("list_projects"),
+                      create, note],
+        f"I created {key} ({kind}, {priority}) in {link['project_key']} for {link['repo']}"
+        f"#{issue['number']} and commented on the issue.",
+        checks, 2, index, issue=f"{link['repo']}#{issue['number']}", ticket=key,
     )
 
 

@@ -77,6 +77,14 @@ def _flight_view(row: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- flights
 
 
+def _my_card(ctx: ToolContext, me: dict[str, Any], payment_method_id: int | None) -> int:
+    """The id of the card a booking charges: the one named, else the user's default."""
+    return int(kit.payment_method(
+        ctx, ("user_id", me["id"]), payment_method_id,
+        no_default="you have no default payment method; add one or name a payment_method_id",
+        not_found="no payment method {id} belongs to you; see list_my_payment_methods")["id"])
+
+
 @tool
 def list_cities(ctx: ToolContext) -> list[dict[str, Any]]:
     """List the cities the app serves, with their airport codes and number of hotels."""
@@ -166,10 +174,7 @@ def book_flight(
             f"flight {flight['flight_number']} on {flight['date']} has {flight['seats_left']} seat(s) left; "
             f"{passengers} requested"
         )
-    card = int(kit.payment_method(
-        ctx, ("user_id", me["id"]), payment_method_id,
-        no_default="you have no default payment method; add one or name a payment_method_id",
-        not_found="no payment method {id} belongs to you; see list_my_payment_methods")["id"])
+    card = _my_card(ctx, me, payment_method_id)
     rowid = kit.next_id(ctx, "flight_bookings")
     code = confirmation_code("F", rowid)
     total = flight_total(flight["price"], flight["refundable_price"], passengers, refundable)
@@ -321,10 +326,7 @@ def book_hotel(
         raise ToolError(f"a {room['name']} holds at most {room['max_guests']} guest(s); {guests} requested")
     if free_rooms(ctx, room_type_id, room["total_rooms"], start, end) < 1:
         raise ToolError(f"no {room['name']} is free at {hotel['name']} for every night from {start} to {end}")
-    card = int(kit.payment_method(
-        ctx, ("user_id", me["id"]), payment_method_id,
-        no_default="you have no default payment method; add one or name a payment_method_id",
-        not_found="no payment method {id} belongs to you; see list_my_payment_methods")["id"])
+    card = _my_card(ctx, me, payment_method_id)
     rowid = kit.next_id(ctx, "hotel_reservations")
     code = confirmation_code("H", rowid)
     total = stay_total(room["price_per_night"], room["refundable_price_per_night"], nights, refundable)

@@ -23,6 +23,8 @@ from toolgym.envs.apps.code_host.task_common import (
 )
 from toolgym.envs.kit.row_checks import field_is, has_row, inserted, only, updated
 
+TEXTS = kit.module_texts(__file__)
+
 
 def count_label_issues(rng: random.Random, world: World) -> TaskDraft | None:
     """How many open issues carry a label in one repository."""
@@ -36,15 +38,7 @@ def count_label_issues(rng: random.Random, world: World) -> TaskDraft | None:
         return None  # keep some zero answers, mostly real counts
     user = rng.choice(members(world, repo["id"]))
     name = full_name(repo)
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"How many open issues labelled '{label}' are there in {name}?",
-            f"In {name}, count the open issues that carry the '{label}' label.",
-            f"I need the number of open '{label}' issues in the {name} repository.",
-            f"Tell me how many '{label}' issues are still open in {name}.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["COUNT_LABEL_ISSUES"], label=label, name=name)
     return TaskDraft(
         prompt=prompt,
         env_variables=env_on_a_day(rng, world, user),
@@ -88,14 +82,8 @@ def open_labeled_issue(rng: random.Random, world: World) -> TaskDraft | None:
         else (" and assign it to me" if assignee == user else f" and assign it to {assignee}")
     )
     said = f" Description: {body}" if body else ""
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Open an issue in {name} titled '{title}' with the label '{kind}'{who}.{said}",
-            f"Please file a new '{kind}' issue on {name}: '{title}'{who}.{said}",
-            f"Create an issue called '{title}' in the {name} repository, labelled '{kind}'{who}.{said}",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["OPEN_LABELED_ISSUE"], name=name, title=title, kind=kind, who=who,
+                                  said=said)
     arguments: dict[str, Any] = {"repo": name, "title": title, "body": body, "labels": [kind]}
     if assignee:
         arguments["assignee"] = assignee
@@ -130,14 +118,7 @@ def comment_on_issue(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, repo["id"]))
     text = rng.choice(COMMENT_TEXTS)
     name, number = full_name(repo), issue["number"]
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f'Comment on issue #{number} in {name}: "{text}"',
-            f'Please add this comment to {name} issue #{number}: "{text}"',
-            f'Reply on issue #{number} of {name} with exactly: "{text}"',
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["COMMENT_ON_ISSUE"], number=number, name=name, text=text)
     return TaskDraft(
         prompt=prompt,
         env_variables=env_on_a_day(rng, world, user),
@@ -169,14 +150,8 @@ def assign_oldest_issue(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     name, what = full_name(repo), label_phrase(label)
     age = "oldest" if oldest else "most recently opened"
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Find the {age} open {what} in {name} and assign it to {assignee}.",
-            f"In {name}, the {age} open {what} should go to {assignee}: please assign it.",
-            f"Assign {assignee} to whichever open {what} in {name} is the {age}.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["ASSIGN_OLDEST_ISSUE"], age=age, what=what, name=name,
+                                  assignee=assignee)
     return TaskDraft(
         prompt=prompt,
         env_variables=env_on_a_day(rng, world, user),
@@ -203,14 +178,7 @@ def close_with_comment(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, repo["id"], WRITE))
     text = rng.choice(CLOSE_TEXTS)
     name, number = full_name(repo), issue["number"]
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f'Close issue #{number} in {name} and leave a comment saying "{text}"',
-            f'Please post "{text}" on {name} issue #{number}, then close it.',
-            f'Issue #{number} of {name} is done: comment "{text}" and close the issue.',
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["CLOSE_WITH_COMMENT"], number=number, name=name, text=text)
     return TaskDraft(
         prompt=prompt,
         env_variables=env_on_a_day(rng, world, user),
@@ -251,36 +219,9 @@ def no_write_access(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(readers if readers and rng.random() < 0.4 else others)
     name, number = full_name(repo), issue["number"]
     action = rng.choice(["close", "label", "assign"])
-    if action == "close":
-        tool_name = "close_issue"
-        phrasing, prompt = kit.pick_phrasing(
-            rng,
-            [
-                f"Close issue #{number} in {name}; it has been resolved.",
-                f"Please close {name} issue #{number}.",
-                f"Issue #{number} on {name} is fixed, mark it closed.",
-            ],
-        )
-    elif action == "label":
-        tool_name = "add_issue_label"
-        phrasing, prompt = kit.pick_phrasing(
-            rng,
-            [
-                f"Add the 'help wanted' label to issue #{number} in {name}.",
-                f"Please tag {name} issue #{number} as 'help wanted'.",
-                f"Label issue #{number} on {name} with 'help wanted'.",
-            ],
-        )
-    else:
-        tool_name = "assign_issue"
-        phrasing, prompt = kit.pick_phrasing(
-            rng,
-            [
-                f"Assign issue #{number} in {name} to {repo['owner']}.",
-                f"Please make {repo['owner']} the assignee of {name} issue #{number}.",
-                f"Give issue #{number} on {name} to {repo['owner']}.",
-            ],
-        )
+    tool_name = {"close": "close_issue", "label": "add_issue_label", "assign": "assign_issue"}[action]
+    phrasing, prompt = kit.phrase(rng, TEXTS["NO_WRITE_ACCESS"][action], number=number, name=name,
+                                  repo_owner=repo["owner"])
     return TaskDraft(
         prompt=prompt,
         env_variables=env_on_a_day(rng, world, user),

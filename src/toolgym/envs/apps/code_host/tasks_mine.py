@@ -18,8 +18,9 @@ from toolgym.envs.apps.code_host.task_common import (
     members,
     open_issues_with_label,
 )
-from toolgym.envs.context import WEEKDAYS, resolve_date
 from toolgym.envs.kit.row_checks import field_is, only, updated
+
+TEXTS = kit.module_texts(__file__)
 
 
 def my_assigned_issues(rng: random.Random, world: World) -> TaskDraft | None:
@@ -37,15 +38,7 @@ def my_assigned_issues(rng: random.Random, world: World) -> TaskDraft | None:
         (repo["id"], user),
     )
     name = full_name(repo)
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Which open issues in {name} are assigned to me?",
-            f"List my open issues in {name} — the ones assigned to me.",
-            f"What am I currently assigned to in {name}? Only open issues, please.",
-            f"Show me the open {name} issues on my plate.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["MY_ASSIGNED_ISSUES"], name=name)
     titles = [i["title"] for i in issues]
     listed = "; ".join(f"#{i['number']} {i['title']}" for i in issues)
     return TaskDraft(
@@ -59,29 +52,7 @@ def my_assigned_issues(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-def _relative_phrase(rng: random.Random, due: dt.date) -> tuple[str, dt.date] | None:
-    """A phrase and a CURRENT_DATE such that the phrase means `due` on that day."""
-    kind = rng.choice(["tomorrow", "today", "in_days", "next_weekday", "this_weekday"])
-    if kind == "tomorrow":
-        phrase, today = "tomorrow", due - dt.timedelta(days=1)
-    elif kind == "today":
-        phrase, today = "today", due
-    elif kind == "in_days":
-        days = rng.randint(2, 10)
-        phrase, today = f"in {days} days", due - dt.timedelta(days=days)
-    elif kind == "next_weekday":
-        phrase, today = (
-            f"next {WEEKDAYS[due.weekday()].capitalize()}",
-            due - dt.timedelta(days=rng.randint(1, 7)),
-        )
-    else:
-        phrase, today = (
-            f"this {WEEKDAYS[due.weekday()].capitalize()}",
-            due - dt.timedelta(days=rng.randint(0, 6)),
-        )
-    if not FIRST_TODAY <= today <= kit.LAST_DAY or resolve_date(phrase, today) != due:
-        return None
-    return phrase, today
+RELATIVE_KINDS = ("tomorrow", "today", "in_days", "next_weekday", "this_weekday")  # one draw picks one
 
 
 def milestone_due(rng: random.Random, world: World) -> TaskDraft | None:
@@ -89,7 +60,8 @@ def milestone_due(rng: random.Random, world: World) -> TaskDraft | None:
     milestone = rng.choice(world.query("SELECT * FROM milestones ORDER BY id"))
     repo = world.one("SELECT * FROM repos WHERE id=?", (milestone["repo_id"],))
     assert repo is not None
-    resolved = _relative_phrase(rng, dt.date.fromisoformat(milestone["due_date"]))
+    resolved = kit.relative_day(rng, dt.date.fromisoformat(milestone["due_date"]), RELATIVE_KINDS, first=FIRST_TODAY,
+                                max_in_days=10, this_lead=(0, 6))
     if resolved is None:
         return None
     phrase, today = resolved
@@ -104,14 +76,7 @@ def milestone_due(rng: random.Random, world: World) -> TaskDraft | None:
     user = repo["owner"] if owner_is_user else rng.choice(members(world, repo["id"], WRITE))
     name, number = full_name(repo), issue["number"]
     where = f"my {repo['name']} repo" if user == repo["owner"] else name
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Put issue #{number} in {where} into the milestone that is due {phrase}.",
-            f"In {where}, move issue #{number} to whichever milestone is due {phrase}.",
-            f"The milestone due {phrase} in {where} should include issue #{number}; please set it.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["MILESTONE_DUE"], number=number, where=where, phrase=phrase)
     return TaskDraft(
         prompt=prompt,
         env_variables=kit.env_for_username(world, user, today),
@@ -140,14 +105,7 @@ def assign_to_me(rng: random.Random, world: World) -> TaskDraft | None:
     target = issues[0]
     user = rng.choice(members(world, repo["id"], WRITE))
     name, what = full_name(repo), label_phrase(label)
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Assign the oldest unassigned open {what} in {name} to me.",
-            f"I'll take the oldest open {what} in {name} that nobody is assigned to — assign it to me.",
-            f"In {name}, find the oldest open {what} without an assignee and put me on it.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["ASSIGN_TO_ME"], what=what, name=name)
     return TaskDraft(
         prompt=prompt,
         env_variables=env_on_a_day(rng, world, user),

@@ -21,6 +21,8 @@ from toolgym.envs.apps.code_host.task_common import (
 from toolgym.envs.kit.row_checks import field_is, has_row, inserted, only, updated
 from toolgym.schema import Check, DiffOnly
 
+TEXTS = kit.module_texts(__file__)
+
 
 def top_starred_repo(rng: random.Random, world: World) -> TaskDraft | None:
     """The most (or least) starred public repository of an owner."""
@@ -47,15 +49,7 @@ def top_starred_repo(rng: random.Random, world: World) -> TaskDraft | None:
     ]
     user = rng.choice(viewers)
     word = "most" if most else "fewest"
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Which of {owner}'s public repositories has the {word} stars? Give me its name and star count.",
-            f"Among the public repos owned by {owner}, which one has the {word} stars, and how many?",
-            f"Look at {owner}'s public repositories and tell me which has the {word} stars (with the number).",
-            f"I'm comparing {owner}'s public projects: which one has the {word} stars, and what is the count?",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["TOP_STARRED_REPO"], owner=owner, word=word)
     return TaskDraft(
         prompt=prompt,
         env_variables=env_on_a_day(rng, world, user),
@@ -76,15 +70,7 @@ def pull_request_status(rng: random.Random, world: World) -> TaskDraft | None:
     pr = rng.choice(prs)
     user = rng.choice(members(world, repo["id"]))
     name, number = full_name(repo), pr["number"]
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Is CI passing on pull request #{number} in {name}, and who opened it?",
-            f"Who is the author of PR #{number} in {name}, and what is its CI status?",
-            f"Check {name} PR #{number} for me: who opened it and is the build green or red?",
-            f"For {name}#{number} (a pull request), tell me its author and whether its CI passes.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["PULL_REQUEST_STATUS"], number=number, name=name)
     return TaskDraft(
         prompt=prompt,
         env_variables=env_on_a_day(rng, world, user),
@@ -118,15 +104,7 @@ def request_changes_failing(rng: random.Random, world: World) -> TaskDraft | Non
     text = rng.choice(CHANGES_TEXTS)
     name = full_name(repo)
     age = "most recently opened" if newest else "oldest"
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f'Request changes on the {age} open pull request with failing CI in {name}, with the comment "{text}"',
-            f'In {name}, find the {age} open PR whose CI is failing and request changes on it saying "{text}"',
-            f"Of the open pull requests in {name} that fail CI, pick the {age} one and leave a "
-            f"'request changes' review: \"{text}\"",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["REQUEST_CHANGES_FAILING"], age=age, name=name, text=text)
     return TaskDraft(
         prompt=prompt,
         env_variables=env_on_a_day(rng, world, user),
@@ -172,17 +150,8 @@ def review_then_merge(rng: random.Random, world: World) -> TaskDraft | None:
     text = rng.choice(CHANGES_TEXTS)
     name, number = f"{pr['owner']}/{pr['name']}", pr["number"]
     verb = METHOD_PHRASES[method]
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Take a look at PR #{number} in {name}. If its CI is passing, approve it and {verb} it; "
-            f'if CI is failing, request changes with the comment "{text}"',
-            f"Please handle pull request #{number} on {name}: when the build is green, approve and {verb} it, "
-            f'otherwise request changes saying "{text}"',
-            f'{name} PR #{number}: request changes ("{text}") if CI fails; if CI passes, give it your approval '
-            f"and {verb} it.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["REVIEW_THEN_MERGE"], number=number, name=name, verb=verb,
+                                  text=text)
     today = kit.random_day(rng, FIRST_TODAY)
     if pr["ci_status"] == "passing":
         solution = [
@@ -238,17 +207,7 @@ def merge_ready_prs(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     user = rng.choice(members(world, repo["id"], WRITE))
     name = full_name(repo)
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Merge every open pull request in {name} that has passing CI and at least one approval; leave the rest.",
-            f"In {name}, merge all the open PRs that are ready (green CI and approved). Don't touch the others.",
-            f"Go through the open pull requests of {name} and merge the ones that are approved and passing CI.",
-            f"Clear the merge queue of {name}: merge each open PR with at least one approval and green CI, "
-            "nothing else.",
-            f"Any open pull request in {name} that is approved and passes CI can go in: merge those, skip the rest.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["MERGE_READY_PRS"], name=name)
     numbers = [p["number"] for p in ready]
     checks: list[Check] = [
         field_is("pull_requests", {"id": p["id"]}, "state", "merged", f"#{p['number']} merged")
@@ -302,15 +261,7 @@ def merge_blocked(rng: random.Random, world: World) -> TaskDraft | None:
         reason, user = "you do not have write access to the repository", rng.choice(outsiders)
     else:
         return None
-    phrasing, prompt = kit.pick_phrasing(
-        rng,
-        [
-            f"Merge pull request #{number} in {name}.",
-            f"Please merge {name} PR #{number} for me.",
-            f"Can you get PR #{number} on {name} merged?",
-            f"Ship it: merge #{number} in {name}.",
-        ],
-    )
+    phrasing, prompt = kit.phrase(rng, TEXTS["MERGE_BLOCKED"], number=number, name=name)
     return TaskDraft(
         prompt=prompt,
         env_variables=env_on_a_day(rng, world, user),

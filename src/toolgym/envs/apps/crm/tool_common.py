@@ -158,3 +158,8 @@ def reminder_view(ctx: ToolContext, where: str, params: tuple[Any, ...], limit: 
         "overdue": not r["done"] and r["due_date"] < today, "assignee": r["assignee"], "contact": r["contact"],
         "contact_id": r["contact_id"], "deal": r["deal"], "deal_id": r["deal_id"],
     } for r in rows]
+
+
+def like_words(text: str | None) -> str | None:
+    """The LIKE pattern matching `text` (its words, single-spaced) anywhere; None when not given."""
+    return None if text is None else f"%{' '.join(text.split())}%"

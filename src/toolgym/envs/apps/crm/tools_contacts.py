@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolgym.envs import ToolContext, ToolError, tool
+from toolgym.envs import ToolContext, ToolError, kit, tool
 from toolgym.envs.apps.crm.rules import (
     EMAIL_PATTERN,
     LIFECYCLE_STAGES,
@@ -23,10 +23,19 @@ from toolgym.envs.apps.crm.tool_common import (
     deal_view,
     find_company,
     find_contact,
+    like_words,
     reminder_view,
     text_arg,
     user_arg,
 )
+
+
+def _query_needle(query: str, what: str) -> str:
+    """The LIKE pattern of a free-text `query` argument; an empty one is the caller's mistake."""
+    needle = " ".join(query.split())
+    if not needle:
+        raise ToolError(f"argument 'query' is empty; give part of {what} or leave it out")
+    return f"%{needle}%"
 
 
 @tool
@@ -63,26 +72,18 @@ def search_crm_companies(
         city: City of the company, e.g. 'Denver'.
         owner: Owner of the company: 'me', a username or a full name.
     """
-    clauses, params = ["1=1"], []
+    where = kit.Where()
     if query is not None:
-        needle = " ".join(query.split())
-        if not needle:
-            raise ToolError("argument 'query' is empty; give part of a company name or leave it out")
-        clauses.append("(co.name LIKE ? OR co.domain LIKE ?)")
-        params += [f"%{needle}%", f"%{needle}%"]
-    if industry is not None:
-        clauses.append("lower(co.industry) = lower(?)")
-        params.append(industry.strip())
-    if city is not None:
-        clauses.append("lower(co.city) = lower(?)")
-        params.append(city.strip())
+        needle = _query_needle(query, "a company name")
+        where.add("(co.name LIKE ? OR co.domain LIKE ?)", needle, needle)
+    where.when(None if industry is None else industry.strip(), "lower(co.industry) = lower(?)")
+    where.when(None if city is None else city.strip(), "lower(co.city) = lower(?)")
     if owner is not None:
-        clauses.append("co.owner_id = ?")
-        params.append(user_arg(ctx, "owner", owner, sales_only=False)["id"])
+        where.add("co.owner_id = ?", user_arg(ctx, "owner", owner, sales_only=False)["id"])
     rows = ctx.query(
         "SELECT co.id AS company_id, co.name, co.domain, co.industry, co.employees, co.city, u.name AS owner "
-        f"FROM companies co JOIN users u ON u.id = co.owner_id WHERE {' AND '.join(clauses)} ORDER BY co.name, co.id",
-        params)
+        f"FROM companies co JOIN users u ON u.id = co.owner_id WHERE {where.sql} ORDER BY co.name, co.id",
+        where.params)
     result: dict[str, Any] = {"count": len(rows), "companies": rows[:MAX_RESULTS]}
     if not rows and industry is not None:
         result["known_industries"] = [r["industry"] for r in ctx.query(
@@ -127,27 +128,18 @@ def search_crm_contacts(
         lifecycle_stage: Only contacts at this lifecycle stage.
         owner: Owner of the contact: 'me', a username or a full name.
     """
-    clauses, params = ["1=1"], []
+    where = kit.Where()
     if query is not None:
-        needle = " ".join(query.split())
-        if not needle:
-            raise ToolError("argument 'query' is empty; give part of a name or email or leave it out")
-        clauses.append("(c.first_name || ' ' || c.last_name LIKE ? OR c.email LIKE ?)")
-        params += [f"%{needle}%", f"%{needle}%"]
-    if company is not None:
-        clauses.append("co.name LIKE ?")
-        params.append(f"%{' '.join(company.split())}%")
-    if lifecycle_stage is not None:
-        clauses.append("c.lifecycle_stage = ?")
-        params.append(lifecycle_stage)
+        needle = _query_needle(query, "a name or email")
+        where.add("(c.first_name || ' ' || c.last_name LIKE ? OR c.email LIKE ?)", needle, needle)
+    where.when(like_words(company), "co.name LIKE ?")
+    where.when(lifecycle_stage, "c.lifecycle_stage = ?")
     if owner is not None:
-        clauses.append("c.owner_id = ?")
-        params.append(user_arg(ctx, "owner", owner, sales_only=False)["id"])
-    where = " AND ".join(clauses)
+        where.add("c.owner_id = ?", user_arg(ctx, "owner", owner, sales_only=False)["id"])
     # Page in SQL: the per-contact last-activity lookup then runs only for the rows returned.
     ids = [r["id"] for r in ctx.query(
         "SELECT c.id FROM contacts c JOIN companies co ON co.id = c.company_id "
-        f"WHERE {where} ORDER BY c.last_name, c.first_name, c.id", params)]
+        f"WHERE {where.sql} ORDER BY c.last_name, c.first_name, c.id", where.params)]
     page = ids[:MAX_RESULTS]
     marks = ", ".join("?" for _ in page)
     rows = ctx.query(f"{CONTACT_SELECT} WHERE c.id IN ({marks}) ORDER BY c.last_name, c.first_name, c.id", page)

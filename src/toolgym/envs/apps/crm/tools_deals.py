@@ -17,6 +17,7 @@ from toolgym.envs.apps.crm.tool_common import (
     find_company,
     find_contact,
     find_deal,
+    like_words,
     reminder_view,
     require_open,
     same_company,
@@ -42,35 +43,27 @@ def list_deals(
         query: Part of the deal name.
         close_month: Only deals whose close date falls in this month: 'this month', 'next month' or YYYY-MM.
     """
-    clauses, params = ["1=1"], []
+    where = kit.Where()
     result: dict[str, Any] = {}
     if owner is not None:
-        clauses.append("d.owner_id = ?")
-        params.append(user_arg(ctx, "owner", owner, sales_only=False)["id"])
+        where.add("d.owner_id = ?", user_arg(ctx, "owner", owner, sales_only=False)["id"])
     if stage is not None:
-        clauses.append("d.stage_id = ?")
-        params.append(stage_arg(ctx, "stage", stage)["id"])
+        where.add("d.stage_id = ?", stage_arg(ctx, "stage", stage)["id"])
     elif status != "all":
-        clauses.append("d.status = ?")
-        params.append(status)
-    if company is not None:
-        clauses.append("co.name LIKE ?")
-        params.append(f"%{' '.join(company.split())}%")
-    if query is not None:
-        clauses.append("d.name LIKE ?")
-        params.append(f"%{' '.join(query.split())}%")
+        where.add("d.status = ?", status)
+    where.when(like_words(company), "co.name LIKE ?")
+    where.when(like_words(query), "d.name LIKE ?")
     if close_month is not None:
         try:
             first, last = month_bounds(close_month, ctx.env.today)
         except ValueError as exc:
             raise ToolError(f"argument 'close_month': {exc}") from None
-        clauses.append("d.close_date BETWEEN ? AND ?")
-        params += [first, last]
+        where.add("d.close_date BETWEEN ? AND ?", first, last)
         result["close_dates_from"], result["close_dates_to"] = first, last
-    where = " AND ".join(clauses)
-    total = ctx.one(f"SELECT COUNT(*) AS n FROM deals d JOIN companies co ON co.id = d.company_id WHERE {where}",
-                    params)
-    rows = ctx.query(f"{DEAL_SELECT} WHERE {where} ORDER BY d.close_date, d.id LIMIT ?", [*params, MAX_RESULTS])
+    total = ctx.one("SELECT COUNT(*) AS n FROM deals d JOIN companies co ON co.id = d.company_id "
+                    f"WHERE {where.sql}", where.params)
+    rows = ctx.query(f"{DEAL_SELECT} WHERE {where.sql} ORDER BY d.close_date, d.id LIMIT ?",
+                     [*where.params, MAX_RESULTS])
     result.update(count=total["n"] if total else 0, deals=[deal_view(r) for r in rows])
     return result
 
@@ -283,16 +276,12 @@ def list_my_crm_reminders(
         due_by: Only reminders due on or before this day.
     """
     me = current_user(ctx)
-    where, params = "r.assignee_id=?", [me["id"]]
+    where = kit.Where("r.assignee_id=?", params=[me["id"]])
     if not include_done:
-        where += " AND r.done=0"
-    if due_on is not None:
-        where += " AND r.due_date=?"
-        params.append(kit.date_arg(ctx, "due_on", due_on))
-    if due_by is not None:
-        where += " AND r.due_date<=?"
-        params.append(kit.date_arg(ctx, "due_by", due_by))
-    return {"today": ctx.env.today.isoformat(), "reminders": reminder_view(ctx, where, tuple(params), 25)}
+        where.add("r.done=0")
+    where.when(None if due_on is None else kit.date_arg(ctx, "due_on", due_on), "r.due_date=?")
+    where.when(None if due_by is None else kit.date_arg(ctx, "due_by", due_by), "r.due_date<=?")
+    return {"today": ctx.env.today.isoformat(), "reminders": reminder_view(ctx, where.sql, tuple(where.params), 25)}
 
 
 @tool

@@ -143,10 +143,13 @@ def logged(actor: str, action: str, **where: Any) -> ExpectedChange:
     return ExpectedChange(table="activity", op="insert", where={"actor": actor, "action": action, **where})
 
 
-def only_file_update(actor: str, action: str, file_id: int, fields: list[str], label: str) -> DiffOnly:
-    """Nothing changed but the file's `fields` and the activity row that logs `action` on it."""
-    return DiffOnly(expected=[ExpectedChange(table="files", op="update", where={"id": file_id}, fields=fields),
-                              logged(actor, action, file_id=file_id)], weight=1.0, label=label)
+def file_field_changed(actor: str, action: str, file_id: int, field: str, value: Any, label: str,
+                       only_label: str) -> list[Check]:
+    """The file's `field` now holds `value`, and nothing changed but that field and the activity row that
+    logs `action` on it."""
+    return [kit.field_is("files", {"id": file_id}, field, value, label, weight=2.0),
+            DiffOnly(expected=[ExpectedChange(table="files", op="update", where={"id": file_id}, fields=[field]),
+                               logged(actor, action, file_id=file_id)], weight=1.0, label=only_label)]
 
 
 EDITOR = RANK["editor"]

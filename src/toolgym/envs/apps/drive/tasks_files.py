@@ -13,10 +13,10 @@ from toolgym.envs.apps.drive.task_common import (
     KIND_NOUNS,
     Reader,
     drive_users,
+    file_field_changed,
     live_namesake,
     logged,
     names_checks,
-    only_file_update,
     people,
     pick_past_day,
     setup,
@@ -90,11 +90,8 @@ def rename_file(rng: random.Random, world: World) -> TaskDraft | None:
         reference_solution=[kit.call("search_files", query=pick["name"]),
                             kit.call("rename_file", file_id=pick["id"], new_name=new)],
         expected_answer=f"I renamed {pick['name']} to {new}.",
-        checks=[
-            FieldEquals(table="files", where={"id": pick["id"]}, field="name", value=new, weight=2.0,
-                        label="file renamed"),
-            only_file_update(me, "rename", pick["id"], ["name"], "only the rename"),
-        ],
+        checks=file_field_changed(me, "rename", pick["id"], "name", new, "file renamed",
+                                  "only the rename"),
         difficulty=1,
         metadata={"phrasing": index, "file_id": pick["id"], "new_name": new},
     )
@@ -117,11 +114,8 @@ def restore_from_trash(rng: random.Random, world: World) -> TaskDraft | None:
         env_variables=reader.owner.env(reader.today),
         reference_solution=[kit.call("list_trash"), kit.call("restore_file", file_id=pick["id"])],
         expected_answer=f"{pick['name']} is back in {pick['folder']}.",
-        checks=[
-            FieldEquals(table="files", where={"id": pick["id"]}, field="trashed_at", value=None, weight=2.0,
-                        label="file out of the trash"),
-            only_file_update(me, "restore", pick["id"], ["trashed_at"], "only the restore"),
-        ],
+        checks=file_field_changed(me, "restore", pick["id"], "trashed_at", None, "file out of the trash",
+                                  "only the restore"),
         difficulty=1,
         metadata={"phrasing": index, "file_id": pick["id"]},
     )
@@ -157,11 +151,8 @@ def trash_largest_of_type(rng: random.Random, world: World) -> TaskDraft | None:
         env_variables=reader.owner.env(reader.today),
         reference_solution=[first, kit.call("trash_file", file_id=biggest["id"])],
         expected_answer=f"I moved {biggest['name']} ({biggest['size']}) to the trash.",
-        checks=[
-            FieldEquals(table="files", where={"id": biggest["id"]}, field="trashed_at", value=reader.stamp(),
-                        weight=2.0, label="largest file trashed"),
-            only_file_update(me, "trash", biggest["id"], ["trashed_at"], "only that file"),
-        ],
+        checks=file_field_changed(me, "trash", biggest["id"], "trashed_at", reader.stamp(), "largest file trashed",
+                                  "only that file"),
         difficulty=2,
         metadata={"phrasing": index, "file_id": biggest["id"], "scope": scope},
     )

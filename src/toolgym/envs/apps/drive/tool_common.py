@@ -217,6 +217,15 @@ def require_rank(row: dict[str, Any], needed: int, action: str) -> None:
                     f"{who} can {action}")
 
 
+def my_file_to_change(ctx: ToolContext, file_id: int, needed: str, action: str) -> tuple[str, dict[str, Any]]:
+    """Me and a file outside the trash that I hold at least the `needed` role on ('commenter', 'editor',
+    'owner'), for a tool that changes it; `action` ends the error when I hold less ('rename it')."""
+    user = me(ctx)["username"]
+    row = load_file(ctx, file_id, user)
+    require_rank(row, RANK[needed], action)
+    return user, row
+
+
 def load_folder(ctx: ToolContext, user: str, folder_id: int | None, folder_path: str | None,
                 id_argument: str = "folder_id", path_argument: str = "folder_path",
                 default_root: bool = False) -> dict[str, Any]:

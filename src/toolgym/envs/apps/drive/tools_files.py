@@ -25,9 +25,9 @@ from toolgym.envs.apps.drive.tool_common import (
     load_folder,
     log,
     me,
+    my_file_to_change,
     name_taken,
     now,
-    require_rank,
     storage_used,
     summary,
     visible_link,
@@ -196,9 +196,7 @@ def move_file(ctx: ToolContext, file_id: int, folder_id: int | None = None,
         folder_id: Id of the destination folder.
         folder_path: Or the destination's path in my Drive, e.g. '/Finance/Q2 Invoices'.
     """
-    user = me(ctx)["username"]
-    row = load_file(ctx, file_id, user)
-    require_rank(row, RANK["editor"], "move it")
+    user, row = my_file_to_change(ctx, file_id, "editor", "move it")
     target = load_folder(ctx, user, folder_id, folder_path)
     if target["owner"] != row["owner"]:
         raise ToolError(f"'{row['name']}' belongs to {row['owner_name']} and folder {target['path']!r} to "
@@ -227,9 +225,7 @@ def rename_file(ctx: ToolContext, file_id: int, new_name: str) -> dict[str, Any]
         file_id: Id of the file.
         new_name: The new name, with its extension, e.g. 'Q2_budget_final.xlsx'.
     """
-    user = me(ctx)["username"]
-    row = load_file(ctx, file_id, user)
-    require_rank(row, RANK["editor"], "rename it")
+    user, row = my_file_to_change(ctx, file_id, "editor", "rename it")
     clean = check_name(new_name, "new_name")
     if clean == row["name"]:
         return {"file_id": file_id, "name": clean, "renamed": False, "note": "the file already has that name"}
@@ -292,9 +288,7 @@ def trash_file(ctx: ToolContext, file_id: int) -> dict[str, Any]:
     Args:
         file_id: Id of the file.
     """
-    user = me(ctx)["username"]
-    row = load_file(ctx, file_id, user)
-    require_rank(row, RANK["owner"], "move it to the trash")
+    user, row = my_file_to_change(ctx, file_id, "owner", "move it to the trash")
     at = now(ctx)
     ctx.db.execute("UPDATE files SET trashed_at=? WHERE id=?", (at, file_id))
     log(ctx, user, "trash", at, file_id=file_id)

@@ -6,15 +6,14 @@ from typing import Any
 
 from toolgym.envs import ToolContext, ToolError, tool
 from toolgym.envs.apps.drive.tool_common import (
-    RANK,
     check_limit,
     cutoff,
     human_size,
     load_file,
     log,
     me,
+    my_file_to_change,
     now,
-    require_rank,
     storage_used,
 )
 
@@ -88,9 +87,7 @@ def restore_file_version(ctx: ToolContext, file_id: int, version_number: int) ->
         file_id: Id of the file.
         version_number: The version to bring back (see list_file_versions).
     """
-    user = me(ctx)["username"]
-    row = load_file(ctx, file_id, user)
-    require_rank(row, RANK["editor"], "restore its versions")
+    user, row = my_file_to_change(ctx, file_id, "editor", "restore its versions")
     cut = cutoff(ctx)
     versions = ctx.query("SELECT version_number, size_bytes FROM file_versions WHERE file_id=? AND created_at <= ? "
                          "ORDER BY version_number", (file_id, cut))
@@ -129,9 +126,7 @@ def comment_on_file(ctx: ToolContext, file_id: int, text: str) -> dict[str, Any]
         file_id: Id of the file.
         text: The comment.
     """
-    user = me(ctx)["username"]
-    row = load_file(ctx, file_id, user)
-    require_rank(row, RANK["commenter"], "comment on it")
+    user, row = my_file_to_change(ctx, file_id, "commenter", "comment on it")
     body = " ".join(text.split())
     if not body:
         raise ToolError("argument 'text' must not be empty")

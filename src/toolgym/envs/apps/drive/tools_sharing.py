@@ -18,12 +18,11 @@ from toolgym.envs.apps.drive.tool_common import (
     grant,
     inherited_access,
     link_token,
-    load_file,
     load_folder,
     log,
     me,
+    my_file_to_change,
     now,
-    require_rank,
     visible_link,
 )
 
@@ -83,9 +82,7 @@ def _file_and_person(ctx: ToolContext, file_id: int, username: str, action: str,
                      owner_says: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """Me, a file I may share (as its owner or an editor) and the person to share it with or unshare, who
     must not be its owner (`owner_says` ends the error that says they are: ' already')."""
-    user = me(ctx)["username"]
-    row = load_file(ctx, file_id, user)
-    require_rank(row, RANK["editor"], action)
+    user, row = my_file_to_change(ctx, file_id, "editor", action)
     person = find_person(ctx, username, "username")
     if person["username"] == row["owner"]:
         raise ToolError(f"argument 'username': {person['name']} owns '{row['name']}'{owner_says}")
@@ -212,9 +209,7 @@ def create_share_link(ctx: ToolContext, file_id: int, role: Role = "viewer") -> 
         file_id: Id of the file.
         role: What anyone with the link may do: 'viewer', 'commenter' or 'editor'.
     """
-    user = me(ctx)["username"]
-    row = load_file(ctx, file_id, user)
-    require_rank(row, RANK["editor"], "create a share link for it")
+    user, row = my_file_to_change(ctx, file_id, "editor", "create a share link for it")
     existing = ctx.one("SELECT * FROM share_links WHERE file_id=?", (file_id,))
     at = now(ctx)
     if existing is None:
@@ -240,9 +235,7 @@ def disable_share_link(ctx: ToolContext, file_id: int) -> dict[str, Any]:
     Args:
         file_id: Id of the file.
     """
-    user = me(ctx)["username"]
-    row = load_file(ctx, file_id, user)
-    require_rank(row, RANK["editor"], "change its sharing")
+    user, row = my_file_to_change(ctx, file_id, "editor", "change its sharing")
     link = visible_link(ctx, file_id)
     if link is None:
         raise ToolError(f"argument 'file_id': '{row['name']}' has no share link")

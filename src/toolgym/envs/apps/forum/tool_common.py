@@ -100,6 +100,12 @@ def my_community(ctx: ToolContext, community: str, *, moderated: bool = False,
     return user, row
 
 
+def my_membership(ctx: ToolContext, community: str) -> tuple[dict[str, Any], dict[str, Any], str | None]:
+    """The logged-in user, a community and their role in it ('moderator', 'member' or None)."""
+    user, row = my_community(ctx, community)
+    return user, row, role(ctx, row["id"], user)
+
+
 def require_not_banned(ctx: ToolContext, community: dict[str, Any], user: dict[str, Any]) -> None:
     ban = active_ban(ctx, community["id"], user["id"])
     if ban is not None:

@@ -80,8 +80,7 @@ def join_community(ctx: ToolContext, community: str) -> dict[str, Any]:
     Args:
         community: Community name, with or without the 'r/' prefix.
     """
-    user, row = access.my_community(ctx, community)
-    current = access.role(ctx, row["id"], user)
+    user, row, current = access.my_membership(ctx, community)
     if current is not None:
         raise ToolError(f"you are already a {current} of r/{row['name']}")
     access.require_not_banned(ctx, row, user)
@@ -101,8 +100,7 @@ def leave_community(ctx: ToolContext, community: str) -> dict[str, Any]:
     Args:
         community: Community name, with or without the 'r/' prefix.
     """
-    user, row = access.my_community(ctx, community)
-    current = access.role(ctx, row["id"], user)
+    user, row, current = access.my_membership(ctx, community)
     if current is None:
         raise ToolError(f"you are not a member of r/{row['name']}")
     if current == "moderator":

@@ -154,9 +154,9 @@ def create_post(ctx: ToolContext, community: str, title: str, body: str, flair: 
         body: Post text, up to 5000 characters.
         flair: One of the community's flairs (see get_community); required where the community says so.
     """
-    user, row = access.my_community(ctx, community)
+    user, row, role = access.my_membership(ctx, community)
     access.require_not_banned(ctx, row, user)
-    if access.role(ctx, row["id"], user) is None:
+    if role is None:
         hint = "it is private (invitation-only)" if row["visibility"] == "private" else "join it first with join_community"
         raise ToolError(f"you are not a member of r/{row['name']}; only members can post there ({hint})")
     clean_title = access.require_text(title, "title", 3, 200)

@@ -80,6 +80,18 @@ def tour_checks(user_id: int, listing_id: int, date: str, slot: str, weight: flo
     )
 
 
+def tour_booked(user_id: int, listing_id: int, date: str, slot: str, named: list[str], label: str) -> list[Check]:
+    """The checks of a family that books one tour: the tour row, nothing else changed, the answer names `named`."""
+    check, expected = tour_checks(user_id, listing_id, date, slot)
+    return [check, kit.diff_only([expected]), kit.answer_has(named, label=label)]
+
+
+def tour_booking_calls(listing_id: int, date: str, slot: str) -> list[ToolCall]:
+    """The gold calls that book a tour: the free slots of the day (`date` as the user says it), then the tour."""
+    return [kit.call("list_tour_slots", listing_id=listing_id, date=date),
+            kit.call("schedule_tour", listing_id=listing_id, date=date, time=slot)]
+
+
 def saved_checks(user_id: int, listing_id: int, weight: float = 3.0) -> tuple[Check, ExpectedChange]:
     return (
         RowExists(table="saved_homes", where={"user_id": user_id, "listing_id": listing_id}, count=1, weight=weight,

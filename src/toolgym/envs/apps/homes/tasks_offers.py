@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.homes.rules import MIN_OFFER_PERCENT, min_offer
@@ -13,7 +14,7 @@ from toolgym.envs.apps.homes.task_common import (
     listings,
     offer_checks,
 )
-from toolgym.schema import ExpectedChange, FieldEquals
+from toolgym.schema import ExpectedChange, FieldEquals, ToolCall
 
 TEXTS = kit.module_texts(__file__)
 
@@ -47,24 +48,32 @@ def make_named_offer(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
+def _refused_offer(rng: random.Random, world: World, texts_key: str, home: dict[str, Any], amount: int,
+                   lookups: list[ToolCall], answer: str, **facts: Any) -> TaskDraft:
+    """An offer the rules forbid: an active buyer asks, the agent looks, makes no offer and says why."""
+    phrasing, prompt = kit.phrase(
+        rng, TEXTS[texts_key], amount=kit.money(amount), short=_short(amount), address=home["address"],
+        city=home["city"])
+    return TaskDraft(
+        prompt=prompt,
+        checks=kit.impossible_checks("make_offer"),
+        reference_solution=lookups,
+        env_variables=kit.env_for(rng.choice(active_users(world)), kit.random_day(rng)),
+        expected_answer=answer,
+        difficulty=2,
+        metadata={"phrasing": phrasing, "listing_id": home["id"], **facts, "amount": amount},
+    )
+
+
 def offer_off_market_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """The home is pending or sold: no offer can be made, so the agent must refuse and change nothing."""
     home = rng.choice(listings(world, "l.status != 'active'"))
     amount = round(home["price"] * rng.uniform(0.95, 1.03) / 1000) * 1000
     state = "under contract (pending)" if home["status"] == "pending" else "already sold"
-    phrasing, prompt = kit.phrase(
-        rng, TEXTS["OFF_MARKET_OFFER"], amount=kit.money(amount), short=_short(amount), address=home["address"],
-        city=home["city"])
-    return TaskDraft(
-        prompt=prompt,
-        checks=kit.impossible_checks("make_offer"),
-        reference_solution=[listing_lookup(home), kit.call("get_listing", listing_id=home["id"])],
-        env_variables=kit.env_for(rng.choice(active_users(world)), kit.random_day(rng)),
-        expected_answer=(f"I cannot make an offer on {home['address']}: it is {state}, and offers can only be made "
-                         "on active listings."),
-        difficulty=2,
-        metadata={"phrasing": phrasing, "listing_id": home["id"], "listing_status": home["status"], "amount": amount},
-    )
+    answer = f"I cannot make an offer on {home['address']}: it is {state}, and offers can only be made on active listings."
+    return _refused_offer(rng, world, "OFF_MARKET_OFFER", home, amount,
+                          [listing_lookup(home), kit.call("get_listing", listing_id=home["id"])], answer,
+                          listing_status=home["status"])
 
 
 def offer_too_low_impossible(rng: random.Random, world: World) -> TaskDraft | None:
@@ -74,19 +83,9 @@ def offer_too_low_impossible(rng: random.Random, world: World) -> TaskDraft | No
     floor = min_offer(home["price"])
     if amount >= floor:
         return None
-    phrasing, prompt = kit.phrase(
-        rng, TEXTS["LOWBALL"], amount=kit.money(amount), short=_short(amount), address=home["address"],
-        city=home["city"])
-    return TaskDraft(
-        prompt=prompt,
-        checks=kit.impossible_checks("make_offer"),
-        reference_solution=[listing_lookup(home)],
-        env_variables=kit.env_for(rng.choice(active_users(world)), kit.random_day(rng)),
-        expected_answer=(f"I cannot submit an offer of ${amount} on {home['address']}: offers must be at least "
-                         f"{MIN_OFFER_PERCENT}% of the asking price (${home['price']}), so at least ${floor}."),
-        difficulty=2,
-        metadata={"phrasing": phrasing, "listing_id": home["id"], "amount": amount},
-    )
+    answer = (f"I cannot submit an offer of ${amount} on {home['address']}: offers must be at least "
+              f"{MIN_OFFER_PERCENT}% of the asking price (${home['price']}), so at least ${floor}.")
+    return _refused_offer(rng, world, "LOWBALL", home, amount, [listing_lookup(home)], answer)
 
 
 def raise_offer(rng: random.Random, world: World) -> TaskDraft | None:

@@ -15,6 +15,7 @@ from toolgym.envs.apps.homes.task_common import (
     offer_checks,
     pick_slot,
     saved_checks,
+    tour_booking_calls,
     tour_checks,
 )
 
@@ -59,8 +60,7 @@ def save_tour_offer(rng: random.Random, world: World) -> TaskDraft | None:
         reference_solution=[
             kit.call("search_listings", city=city["name"], min_beds=beds, max_price=budget, sort_by="sqft"),
             kit.call("save_home", listing_id=best["id"]),
-            kit.call("list_tour_slots", listing_id=best["id"], date=date),
-            kit.call("schedule_tour", listing_id=best["id"], date=date, time=slot),
+            *tour_booking_calls(best["id"], date, slot),
             kit.call("make_offer", listing_id=best["id"], amount=amount),
         ],
         env_variables=kit.env_for(user, today),

@@ -15,7 +15,8 @@ from toolgym.envs.apps.homes.task_common import (
     listing_lookup,
     listings,
     pick_slot,
-    tour_checks,
+    tour_booked,
+    tour_booking_calls,
 )
 from toolgym.envs.context import WEEKDAYS, resolve_date
 from toolgym.schema import ExpectedChange, FieldEquals
@@ -38,12 +39,10 @@ def schedule_named_tour(rng: random.Random, world: World) -> TaskDraft | None:
     if user is None:
         return None
     phrasing = rng.randrange(len(TEXTS["BOOK_TOUR"]))
-    check, expected = tour_checks(user["id"], home["id"], date, slot)
     return TaskDraft(
         prompt=_tour_prompt(TEXTS["BOOK_TOUR"], phrasing, home, date, slot),
-        checks=[check, kit.diff_only([expected]), kit.answer_has([date, slot], label="answer gives the tour date and time")],
-        reference_solution=[listing_lookup(home), kit.call("list_tour_slots", listing_id=home["id"], date=date),
-                            kit.call("schedule_tour", listing_id=home["id"], date=date, time=slot)],
+        checks=tour_booked(user["id"], home["id"], date, slot, [date, slot], "answer gives the tour date and time"),
+        reference_solution=[listing_lookup(home), *tour_booking_calls(home["id"], date, slot)],
         env_variables=kit.env_for(user, today),
         expected_answer=f"Your tour of {home['address']} in {home['city']} is booked for {date} at {slot}.",
         difficulty=1,
@@ -124,16 +123,12 @@ def tour_cheapest(rng: random.Random, world: World) -> TaskDraft | None:
     phrasing, prompt = kit.phrase(
         rng, TEXTS["CHEAPEST_TOUR"], what=what, city=city["name"], when=when, When=when.capitalize(), time=slot,
         spoken=spoken_time(slot))
-    check, expected = tour_checks(user["id"], best["id"], date, slot)
     return TaskDraft(
         prompt=prompt,
-        checks=[check, kit.diff_only([expected]),
-                kit.answer_has([best["address"], date], label="answer names the home and the tour date")],
-        reference_solution=[
-            kit.call("search_listings", city=city["name"], min_beds=beds, home_type=home_type),
-            kit.call("list_tour_slots", listing_id=best["id"], date=when),
-            kit.call("schedule_tour", listing_id=best["id"], date=when, time=slot),
-        ],
+        checks=tour_booked(user["id"], best["id"], date, slot, [best["address"], date],
+                           "answer names the home and the tour date"),
+        reference_solution=[kit.call("search_listings", city=city["name"], min_beds=beds, home_type=home_type),
+                            *tour_booking_calls(best["id"], when, slot)],
         env_variables=kit.env_for(user, today),
         expected_answer=(f"The cheapest {what} in {city['name']} is {best['address']} at ${best['price']}; your "
                          f"tour is booked for {date} at {slot}."),
@@ -205,13 +200,11 @@ def tour_saved_home(rng: random.Random, world: World) -> TaskDraft | None:
     phrasing, prompt = kit.phrase(
         rng, TEXTS["SAVED_TOUR"], city=home["city"], when=when, When=when[0].upper() + when[1:], time=slot,
         spoken=spoken_time(slot))
-    check, expected = tour_checks(home["user_id"], home["id"], date, slot)
     return TaskDraft(
         prompt=prompt,
-        checks=[check, kit.diff_only([expected]),
-                kit.answer_has([home["address"], date], label="answer names the home and the resolved date")],
-        reference_solution=[kit.call("list_saved_homes"), kit.call("list_tour_slots", listing_id=home["id"], date=when),
-                            kit.call("schedule_tour", listing_id=home["id"], date=when, time=slot)],
+        checks=tour_booked(home["user_id"], home["id"], date, slot, [home["address"], date],
+                           "answer names the home and the resolved date"),
+        reference_solution=[kit.call("list_saved_homes"), *tour_booking_calls(home["id"], when, slot)],
         env_variables=kit.env_for(kit.user_by_id(world, home["user_id"]), today),
         expected_answer=f"Your tour of {home['address']} in {home['city']} is booked for {date} at {slot}.",
         difficulty=2,

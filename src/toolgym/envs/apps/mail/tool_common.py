@@ -49,6 +49,12 @@ def message_row(ctx: ToolContext, owner: str, message_id: int) -> dict[str, Any]
     return row
 
 
+def my_message(ctx: ToolContext, message_id: int) -> tuple[str, dict[str, Any]]:
+    """The logged-in user's username and one message of their mailbox."""
+    owner = me(ctx)["username"]
+    return owner, message_row(ctx, owner, message_id)
+
+
 def summary(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": row["id"], "folder": row["folder"], "sender": row["sender_name"],
@@ -157,8 +163,9 @@ def parse_time(text: str, argument: str) -> str:
     raise ToolError(f"argument '{argument}': cannot read time {text!r}; use 24-hour HH:MM such as '14:30'")
 
 
-def event_row(ctx: ToolContext, event_id: int, user: dict[str, Any]) -> dict[str, Any]:
-    """An event I organize or am invited to."""
+def my_event(ctx: ToolContext, event_id: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The logged-in user and an event they organize or are invited to."""
+    user = me(ctx)
     row = ctx.one(
         "SELECT e.*, u.name AS organizer_name, u.email AS organizer_email, "
         "(SELECT response FROM event_invites i WHERE i.event_id = e.id AND i.invitee_email = ?) AS my_response "
@@ -167,7 +174,7 @@ def event_row(ctx: ToolContext, event_id: int, user: dict[str, Any]) -> dict[str
     )
     if row is None or (row["organizer"] != user["username"] and row["my_response"] is None):
         raise ToolError(f"argument 'event_id': there is no event {event_id} on your calendar or in your invitations")
-    return row
+    return user, row
 
 
 def calendar_between(ctx: ToolContext, user: dict[str, Any], first: str, last: str) -> list[dict[str, Any]]:

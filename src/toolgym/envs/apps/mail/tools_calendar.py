@@ -10,8 +10,8 @@ from toolgym.envs.apps.mail.tool_common import (
     MAX_LIST,
     calendar_between,
     check_text,
-    event_row,
     me,
+    my_event,
     parse_time,
     resolve_recipients,
 )
@@ -43,8 +43,7 @@ def get_event(ctx: ToolContext, event_id: int) -> dict[str, Any]:
     Args:
         event_id: Id of the event.
     """
-    user = me(ctx)
-    row = event_row(ctx, event_id, user)
+    user, row = my_event(ctx, event_id)
     attendees = ctx.query(
         "SELECT invitee_name AS name, invitee_email AS email, response FROM event_invites WHERE event_id=? "
         "ORDER BY invitee_name, invitee_email",
@@ -97,8 +96,7 @@ def respond_to_invite(ctx: ToolContext, event_id: int, response: Literal["accept
         event_id: Id of the event I was invited to (from list_invites).
         response: 'accepted' or 'declined'.
     """
-    user = me(ctx)
-    row = event_row(ctx, event_id, user)
+    user, row = my_event(ctx, event_id)
     if row["my_response"] is None:
         raise ToolError(f"argument 'event_id': you organize event {event_id}; only invitees respond to invitations")
     if row["status"] == "cancelled":
@@ -165,8 +163,7 @@ def cancel_event(ctx: ToolContext, event_id: int) -> dict[str, Any]:
     Args:
         event_id: Id of the event.
     """
-    user = me(ctx)
-    row = event_row(ctx, event_id, user)
+    user, row = my_event(ctx, event_id)
     if row["organizer"] != user["username"]:
         raise ToolError(f"argument 'event_id': only the organizer ({row['organizer_name']}) can cancel "
                         f"'{row['title']}'; decline the invitation instead")

@@ -18,6 +18,7 @@ from toolgym.envs.apps.mail.tool_common import (
     join_header,
     me,
     message_row,
+    my_message,
     resolve_recipients,
     split_header,
     summary,
@@ -132,8 +133,7 @@ def read_message(ctx: ToolContext, message_id: int) -> dict[str, Any]:
     Args:
         message_id: Id of the message (from list_messages or search_messages).
     """
-    owner = me(ctx)["username"]
-    row = message_row(ctx, owner, message_id)
+    _, row = my_message(ctx, message_id)
     files = ctx.query(
         "SELECT file_name, size_bytes FROM attachments WHERE message_id=? ORDER BY id", (message_id,)
     )
@@ -251,8 +251,7 @@ def move_message(ctx: ToolContext, message_id: int, folder: str) -> dict[str, An
         message_id: Id of the message.
         folder: Name of the destination folder, e.g. 'Archive' or a custom folder.
     """
-    owner = me(ctx)["username"]
-    row = message_row(ctx, owner, message_id)
+    owner, row = my_message(ctx, message_id)
     target = folder_row(ctx, owner, folder)
     if row["folder_id"] == target["id"]:
         return {"id": message_id, "folder": target["name"], "moved": False, "note": "already in that folder"}
@@ -293,8 +292,7 @@ def delete_message(ctx: ToolContext, message_id: int) -> dict[str, Any]:
     Args:
         message_id: Id of the message.
     """
-    owner = me(ctx)["username"]
-    row = message_row(ctx, owner, message_id)
+    owner, row = my_message(ctx, message_id)
     trash = folder_row(ctx, owner, "Deleted Items")
     if row["folder_id"] == trash["id"]:
         raise ToolError(f"argument 'message_id': message {message_id} is already in Deleted Items; "

@@ -7,6 +7,7 @@ suspending a lost phone, and three requests the rules forbid.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.phone_support.data import ABROAD
@@ -21,7 +22,7 @@ from toolgym.envs.apps.phone_support.task_common import (
     plans,
 )
 from toolgym.envs.kit.row_checks import field_is, has_row, inserted, updated
-from toolgym.schema import Check
+from toolgym.schema import Check, ToolCall
 
 # ---------------------------------------------------------------- lookup
 
@@ -329,6 +330,20 @@ def lost_phone_suspend(rng: random.Random, world: World) -> TaskDraft | None:
 # ---------------------------------------------------------------- impossible
 
 
+def _refusal(rng: random.Random, line: dict[str, Any], phrasing: int, prompt: str, tool: str, lookup: ToolCall,
+             answer: str, difficulty: int, **metadata: Any) -> TaskDraft:
+    """A request the line's plan rules out: `tool` must not run, the reply says it cannot, nothing changes."""
+    return TaskDraft(
+        prompt=prompt,
+        checks=kit.impossible_checks(tool, reply_label="answer mentions cannot"),
+        reference_solution=[lookup],
+        env_variables=kit.env_for(line, kit.random_day(rng)),
+        expected_answer=answer,
+        difficulty=difficulty,
+        metadata={"phrasing": phrasing, "line_id": line["id"], **metadata},
+    )
+
+
 ROAM_NO_PROMPTS = TEXTS["ROAM_NO_PROMPTS"]
 
 
@@ -338,17 +353,12 @@ def roaming_not_allowed_impossible(rng: random.Random, world: World) -> TaskDraf
     if line is None:
         return None
     phrasing = rng.randrange(len(ROAM_NO_PROMPTS))
-    return TaskDraft(
-        prompt=ROAM_NO_PROMPTS[phrasing].format(phone=line["phone_number"], country=country_name(rng.choice(ABROAD)),
-                                                when=rng.choice(WHEN_TRAVEL)),
-        checks=kit.impossible_checks("enable_roaming", reply_label="answer mentions cannot"),
-        reference_solution=[kit.call("get_line_details", phone_number=line["phone_number"])],
-        env_variables=kit.env_for(line, kit.random_day(rng)),
-        expected_answer=f"I cannot enable roaming on {line['phone_number']}: the {line['plan_name']} plan does not "
-                        "include international roaming. Switching to a plan with roaming would allow it.",
-        difficulty=2,
-        metadata={"phrasing": phrasing, "line_id": line["id"]},
-    )
+    prompt = ROAM_NO_PROMPTS[phrasing].format(phone=line["phone_number"], country=country_name(rng.choice(ABROAD)),
+                                              when=rng.choice(WHEN_TRAVEL))
+    return _refusal(
+        rng, line, phrasing, prompt, "enable_roaming", kit.call("get_line_details", phone_number=line["phone_number"]),
+        f"I cannot enable roaming on {line['phone_number']}: the {line['plan_name']} plan does not include "
+        "international roaming. Switching to a plan with roaming would allow it.", 2)
 
 
 TOPUP_NO_PROMPTS = TEXTS["TOPUP_NO_PROMPTS"]
@@ -361,16 +371,10 @@ def topup_unlimited_impossible(rng: random.Random, world: World) -> TaskDraft | 
         return None
     gb = rng.choice(sorted(TOPUP_PRICES))
     phrasing, prompt = kit.phrase(rng, TOPUP_NO_PROMPTS, phone=line["phone_number"], gb=gb)
-    return TaskDraft(
-        prompt=prompt,
-        checks=kit.impossible_checks("add_data_topup", reply_label="answer mentions cannot"),
-        reference_solution=[kit.call("get_line_details", phone_number=line["phone_number"])],
-        env_variables=kit.env_for(line, kit.random_day(rng)),
-        expected_answer=f"I cannot add a top-up to {line['phone_number']}: it is on {line['plan_name']}, which "
-                        "already has unlimited data.",
-        difficulty=1,
-        metadata={"phrasing": phrasing, "line_id": line["id"]},
-    )
+    return _refusal(
+        rng, line, phrasing, prompt, "add_data_topup", kit.call("get_line_details", phone_number=line["phone_number"]),
+        f"I cannot add a top-up to {line['phone_number']}: it is on {line['plan_name']}, which already has "
+        "unlimited data.", 1)
 
 
 LEGACY_PROMPTS = TEXTS["LEGACY_PROMPTS"]
@@ -384,13 +388,7 @@ def legacy_plan_impossible(rng: random.Random, world: World) -> TaskDraft | None
     if plan is None or line is None or line["plan_id"] == plan["id"]:
         return None
     phrasing, prompt = kit.phrase(rng, LEGACY_PROMPTS, phone=line["phone_number"], plan=plan["name"])
-    return TaskDraft(
-        prompt=prompt,
-        checks=kit.impossible_checks("change_plan", reply_label="answer mentions cannot"),
-        reference_solution=[kit.call("list_plans")],
-        env_variables=kit.env_for(line, kit.random_day(rng)),
-        expected_answer=f"I cannot switch {line['phone_number']} to {plan['name']}: it is a legacy plan that is "
-                        "closed to new switches.",
-        difficulty=1,
-        metadata={"phrasing": phrasing, "line_id": line["id"], "plan": plan["code"]},
-    )
+    return _refusal(
+        rng, line, phrasing, prompt, "change_plan", kit.call("list_plans"),
+        f"I cannot switch {line['phone_number']} to {plan['name']}: it is a legacy plan that is closed to new "
+        "switches.", 1, plan=plan["code"])

@@ -28,6 +28,8 @@ from toolgym.envs.apps.phone_support.tasks_account import overdue_bills, pay_and
 from toolgym.envs.kit.row_checks import field_is, has_row, inserted, updated
 from toolgym.schema import Check, ExpectedChange, ToolCall, ToolCalled, UserScenario
 
+TEXTS = kit.module_texts(__file__)
+
 SINCE = ("since this morning", "since yesterday", "for a few hours now", "since I woke up", "all day today",
          "since last night")
 
@@ -123,10 +125,13 @@ def _start() -> list[ToolCall]:
 
 
 def _symptom_family(
-    fault_where: str, check_status: Callable[[dict[str, Any]], bool], *, openings: tuple[str, ...], symptom: str,
-    fix: list[ToolCall], fields: dict[str, Any], label: str, goal: dict[str, Any], answer: str, difficulty: int,
+    texts_key: str, fault_where: str, check_status: Callable[[dict[str, Any]], bool], *, fix: list[ToolCall],
+    fields: dict[str, Any], goal: dict[str, Any], difficulty: int,
 ) -> Callable[[random.Random, World], TaskDraft | None]:
-    """A family whose whole fix is on the phone: the customer must be told what to change."""
+    """A family whose whole fix is on the phone: the customer must be told what to change. Its wording
+    (openings, symptom, check label, answer) is `TEXTS[texts_key]`."""
+    texts = TEXTS[texts_key]
+    openings, symptom, label, answer = texts["openings"], texts["symptom"], texts["label"], texts["answer"]
 
     def generate(rng: random.Random, world: World) -> TaskDraft | None:
         row = kit.pick(rng, faulty_customers(world, fault_where))
@@ -142,65 +147,23 @@ def _symptom_family(
 
 
 no_service_airplane = _symptom_family(
-    "d.airplane_mode = 1",
-    lambda s: s["service"].startswith("off"),
-    openings=(
-        "Hi, this is {first}. My {model} shows no service {since}. Can you help?",
-        "Hello, {first} here. I can't call or text anyone {since}; there are no bars on my phone.",
-        "My phone has had no network at all {since}. Nothing works, not even calls. - {first}",
-        "{first} here: my {model} won't connect to anything {since}. No signal, no data.",
-    ),
-    symptom="Your phone shows no service: no calls, texts or data.",
-    fix=[kit.call("toggle_airplane_mode", enabled=False)],
-    fields={"airplane_mode": 0}, label="airplane mode off", goal=CONNECTED,
-    answer="Airplane mode was on; with it off your phone has service and data again.", difficulty=1,
-)
+    "NO_SERVICE_AIRPLANE", "d.airplane_mode = 1", lambda s: s["service"].startswith("off"),
+    fix=[kit.call("toggle_airplane_mode", enabled=False)], fields={"airplane_mode": 0}, goal=CONNECTED,
+    difficulty=1)
 
 no_data_switch = _symptom_family(
-    "d.mobile_data = 0",
+    "NO_DATA_SWITCH", "d.mobile_data = 0",
     lambda s: s["service"] == "ok" and s["internet"].startswith("off (mobile data"),
-    openings=(
-        "Hi, I'm {first}. My {model} has signal but the internet doesn't work {since}.",
-        "Apps won't load on mobile data {since}, only on Wi-Fi. Calls are fine. This is {first}.",
-        "{first} here. I can call people but web pages won't open away from Wi-Fi {since}.",
-        "Hello, {first} speaking: no mobile internet on my {model} {since}, though I have bars.",
-    ),
-    symptom="Calls work but there is no mobile internet.",
-    fix=[kit.call("toggle_mobile_data", enabled=True)],
-    fields={"mobile_data": 1}, label="mobile data on", goal=ONLINE,
-    answer="Mobile data was switched off on the phone; it is on now and the internet works.", difficulty=1,
-)
+    fix=[kit.call("toggle_mobile_data", enabled=True)], fields={"mobile_data": 1}, goal=ONLINE, difficulty=1)
 
 no_data_apn = _symptom_family(
-    "d.apn_name != 'fastnet'",
-    lambda s: s["internet"].startswith("not working"),
-    openings=(
-        "Hi, this is {first}. Mobile data says it's connected on my {model}, but nothing loads {since}.",
-        "{first} here. I see LTE bars but pages time out on mobile data {since}.",
-        "My phone shows signal and data is on, yet no app can reach the internet {since}. - {first}",
-        "Hello, {first} speaking. The internet on my {model} is dead {since} even though data is turned on.",
-    ),
-    symptom="Your phone has signal and mobile data is on, but nothing loads.",
+    "NO_DATA_APN", "d.apn_name != 'fastnet'", lambda s: s["internet"].startswith("not working"),
     fix=[kit.call("view_apn_settings"), kit.call("reset_apn_settings")],
-    fields={"apn_name": "fastnet", "apn_mmsc": DEFAULT_MMSC}, label="APN reset", goal=ONLINE,
-    answer="The APN settings on your phone were wrong; after resetting them to default the internet works.",
-    difficulty=2,
-)
+    fields={"apn_name": "fastnet", "apn_mmsc": DEFAULT_MMSC}, goal=ONLINE, difficulty=2)
 
 no_service_sim = _symptom_family(
-    "d.sim_status = 'loose'",
-    lambda s: s["sim"] == "no SIM card detected",
-    openings=(
-        "Hi, {first} here. My {model} says 'No SIM' {since}.",
-        "Hello, this is {first}. My phone has no service and shows a SIM warning {since}.",
-        "{first} speaking: I dropped my phone and it hasn't had service {since}. It mentions the SIM card.",
-        "My {model} lost service {since} and complains about the SIM. Can you fix it? - {first}",
-    ),
-    symptom="Your phone shows no service and says no SIM card is detected.",
-    fix=[kit.call("reseat_sim_card")],
-    fields={"sim_status": "seated"}, label="SIM reseated", goal=CONNECTED,
-    answer="The SIM card had come loose; after reseating it your phone has service again.", difficulty=2,
-)
+    "NO_SERVICE_SIM", "d.sim_status = 'loose'", lambda s: s["sim"] == "no SIM card detected",
+    fix=[kit.call("reseat_sim_card")], fields={"sim_status": "seated"}, goal=CONNECTED, difficulty=2)
 
 
 def slow_network(rng: random.Random, world: World) -> TaskDraft | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolgym.envs import World, kit
 from toolgym.envs.apps.tickets.rules import (
@@ -87,6 +87,33 @@ def day_said(rng: random.Random, day: dt.date) -> tuple[str, str, dt.date] | Non
         return None
     phrase, today = relative
     return phrase, phrase.removeprefix("this "), today
+
+
+class DayGroup(NamedTuple):
+    """The events of one kind in one city on one day, and a relative phrase a CURRENT_DATE gives that day."""
+
+    city: str
+    category: str
+    date: str
+    when: str  # the prompt's phrase ('tomorrow', 'this Saturday')
+    argument: str  # the search_events date argument
+    today: dt.date
+    events: list[dict[str, Any]]
+
+
+def day_group(rng: random.Random, world: World, most: int) -> DayGroup | None:
+    """A (city, category, day) with at most `most` events, said relative to a CURRENT_DATE; None when the
+    drawn phrase cannot mean that day."""
+    group = rng.choice(world.query(
+        "SELECT v.city, p.category, e.date FROM events e JOIN venues v ON v.id = e.venue_id "
+        "JOIN performers p ON p.id = e.performer_id GROUP BY v.city, p.category, e.date "
+        "HAVING COUNT(*) <= ? ORDER BY v.city, p.category, e.date", (most,)))
+    relative = day_said(rng, kit.day_of(group["date"]))
+    if relative is None:
+        return None
+    events = find_events(world, city=group["city"], category=group["category"], date_from=group["date"],
+                         date_to=group["date"])
+    return DayGroup(group["city"], group["category"], group["date"], *relative, events)
 
 
 # ---------------------------------------------------------------- checks

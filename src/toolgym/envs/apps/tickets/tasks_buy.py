@@ -13,7 +13,7 @@ from toolgym.envs.apps.tickets.task_common import (
     NOUN,
     NUMBER_WORDS,
     buyers,
-    day_said,
+    day_group,
     next_order,
     next_transfer,
     only_event,
@@ -25,7 +25,7 @@ from toolgym.envs.apps.tickets.task_common import (
 )
 from toolgym.envs.apps.tickets.task_common import purchase_checks as _purchase_checks
 from toolgym.envs.kit.row_checks import has_row
-from toolgym.schema import Check
+from toolgym.schema import Check, ExpectedChange, ToolCall
 
 TEXTS = kit.module_texts(__file__)
 
@@ -47,6 +47,26 @@ def _seat_text(section: dict[str, Any], quantity: int) -> str:
 
 def _party(count: int) -> str:
     return kit.plural(count, "ticket")
+
+
+def _buy_calls(event: dict[str, Any], section: dict[str, Any], quantity: int,
+               search: ToolCall | None = None) -> list[ToolCall]:
+    """Find the show (by performer and day unless `search` says how), look at its seats, buy."""
+    return [search or kit.call("search_events", performer=event["performer"], date=event["date"]),
+            kit.call("get_seat_map", event_id=event["event_id"]),
+            kit.call("buy_tickets", event_id=event["event_id"], section=section["name"], quantity=quantity)]
+
+
+def _order_task(prompt: str, user: dict[str, Any], today: dt.date, code: str,
+                bought: tuple[list[Check], list[ExpectedChange]], solution: list[ToolCall], answer: str,
+                difficulty: int, metadata: dict[str, Any]) -> TaskDraft:
+    """A task whose one write is a new order: its checks, the diff they allow, and the order code in the answer."""
+    checks, expected = bought
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, kit.diff_only(expected), kit.answer_has([code], label="answer gives the order code")],
+        reference_solution=solution, env_variables=kit.env_for(user, today), expected_answer=answer,
+        difficulty=difficulty, metadata=metadata)
 
 
 BUY_SECTION = TEXTS["BUY_SECTION"]
@@ -79,8 +99,8 @@ def buy_section_tickets(rng: random.Random, world: World) -> TaskDraft | None:
         date=event["date"], title=event["title"], venue=event["venue"],
         human=kit.human_date(event["date"], weekday=True), city=event["city"], pay=pay)
     order_id, code = next_order(world)
-    checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id,
-                                        card["id"] if card else None)
+    bought = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id,
+                              card["id"] if card else None)
     buy_args: dict[str, Any] = {"event_id": event["event_id"], "section": section["name"], "quantity": quantity}
     solution = [kit.call("search_events", performer=event["performer"], date=event["date"]),
                 kit.call("get_seat_map", event_id=event["event_id"])]
@@ -88,17 +108,13 @@ def buy_section_tickets(rng: random.Random, world: World) -> TaskDraft | None:
         solution.append(kit.call("list_my_ticket_payment_methods"))
         buy_args["payment_method_id"] = card["id"]
     solution.append(kit.call("buy_tickets", **buy_args))
-    return TaskDraft(
-        prompt=prompt,
-        checks=[*checks, kit.diff_only(expected), kit.answer_has([code], label="answer gives the order code")],
-        reference_solution=solution,
-        env_variables=kit.env_for(user, today),
-        expected_answer=(f"Bought {_party(quantity)} in {section['name']} for {event['title']} on {event['date']} "
-                         f"({_seat_text(section, quantity)}), ${section['price'] * quantity} in total. "
-                         f"Order code: {code}."),
-        difficulty=2 if card else 1,
-        metadata={"phrasing": f"{phrasing}{'-card' if card else ''}", "event_id": event["event_id"],
-                  "section_id": section["id"]},
+    return _order_task(
+        prompt, user, today, code, bought, solution,
+        (f"Bought {_party(quantity)} in {section['name']} for {event['title']} on {event['date']} "
+         f"({_seat_text(section, quantity)}), ${section['price'] * quantity} in total. Order code: {code}."),
+        2 if card else 1,
+        {"phrasing": f"{phrasing}{'-card' if card else ''}", "event_id": event["event_id"],
+         "section_id": section["id"]},
     )
 
 
@@ -140,22 +156,19 @@ def earliest_show_under_budget(rng: random.Random, world: World) -> TaskDraft | 
         rng, EARLIEST_UNDER_BUDGET, tickets=_party(quantity), performer=performer["name"],
         noun=NOUN[performer["category"]], budget=budget, count=quantity)
     order_id, code = next_order(world)
-    checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id)
+    bought = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id)
     looked = [kit.call("get_seat_map", event_id=e["event_id"]) for e in upcoming[:index + 1] if e["status"] == "on_sale"]
-    return TaskDraft(
-        prompt=prompt,
-        checks=[*checks, kit.diff_only(expected), kit.answer_has([code], label="answer gives the order code")],
-        reference_solution=[kit.call("search_events", performer=performer["name"]), *looked,
-                            kit.call("buy_tickets", event_id=event["event_id"], section=section["name"],
-                                 quantity=quantity)],
-        env_variables=kit.env_for(user, today),
-        expected_answer=(f"The earliest {performer['name']} {NOUN[performer['category']]} within ${budget} per ticket "
-                         f"is {event['title']} on {event['date']} at {event['venue']}. Bought {_party(quantity)} in "
-                         f"{section['name']} at ${section['price']} each (${section['price'] * quantity} total). "
-                         f"Order code: {code}."),
-        difficulty=3 if index > 0 else 2,
-        metadata={"phrasing": phrasing, "event_id": event["event_id"], "section_id": section["id"],
-                  "skipped_shows": index, "budget": budget},
+    return _order_task(
+        prompt, user, today, code, bought,
+        [kit.call("search_events", performer=performer["name"]), *looked,
+         kit.call("buy_tickets", event_id=event["event_id"], section=section["name"], quantity=quantity)],
+        (f"The earliest {performer['name']} {NOUN[performer['category']]} within ${budget} per ticket "
+         f"is {event['title']} on {event['date']} at {event['venue']}. Bought {_party(quantity)} in "
+         f"{section['name']} at ${section['price']} each (${section['price'] * quantity} total). "
+         f"Order code: {code}."),
+        3 if index > 0 else 2,
+        {"phrasing": phrasing, "event_id": event["event_id"], "section_id": section["id"],
+         "skipped_shows": index, "budget": budget},
     )
 
 
@@ -189,20 +202,15 @@ def best_section_within_budget(rng: random.Random, world: World) -> TaskDraft | 
         performer=event["performer"], date=event["date"], title=event["title"],
         human=kit.human_date(event["date"], weekday=True), venue=event["venue"])
     order_id, code = next_order(world)
-    checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id)
-    return TaskDraft(
-        prompt=prompt,
-        checks=[*checks, kit.diff_only(expected), kit.answer_has([code], label="answer gives the order code")],
-        reference_solution=[kit.call("search_events", performer=event["performer"], date=event["date"]),
-                            kit.call("get_seat_map", event_id=event["event_id"]),
-                            kit.call("buy_tickets", event_id=event["event_id"], section=section["name"],
-                                 quantity=quantity)],
-        env_variables=kit.env_for(user, today),
-        expected_answer=(f"Bought {_party(quantity)} in {section['name']} (${section['price']} each, "
-                         f"${section['price'] * quantity} of your ${total}) for {event['title']} on {event['date']}. "
-                         f"Order code: {code}."),
-        difficulty=3 if skipped else 2,
-        metadata={"phrasing": phrasing, "event_id": event["event_id"], "section_id": section["id"], "budget": total},
+    bought = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id)
+    return _order_task(
+        prompt, user, today, code, bought,
+        _buy_calls(event, section, quantity),
+        (f"Bought {_party(quantity)} in {section['name']} (${section['price']} each, "
+         f"${section['price'] * quantity} of your ${total}) for {event['title']} on {event['date']}. "
+         f"Order code: {code}."),
+        3 if skipped else 2,
+        {"phrasing": phrasing, "event_id": event["event_id"], "section_id": section["id"], "budget": total},
     )
 
 
@@ -241,9 +249,7 @@ def buy_and_transfer(rng: random.Random, world: World) -> TaskDraft | None:
         checks=[*checks, *sent_checks, kit.diff_only(expected + sent_expected),
                 kit.answer_has([code, transfer], label="answer gives the order and transfer codes")],
         reference_solution=[
-            kit.call("search_events", performer=event["performer"], date=event["date"]),
-            kit.call("get_seat_map", event_id=event["event_id"]),
-            kit.call("buy_tickets", event_id=event["event_id"], section=section["name"], quantity=quantity),
+            *_buy_calls(event, section, quantity),
             kit.call("transfer_tickets", order_code=code, to_username=friend["username"], quantity=give),
         ],
         env_variables=kit.env_for(user, today),
@@ -297,9 +303,7 @@ def split_between_friends(rng: random.Random, world: World) -> TaskDraft | None:
         checks=[*checks, *split, kit.diff_only(expected + first_expected + second_expected),
                 kit.answer_has([code], label="answer gives the order code")],
         reference_solution=[
-            kit.call("search_events", performer=event["performer"], date=event["date"]),
-            kit.call("get_seat_map", event_id=event["event_id"]),
-            kit.call("buy_tickets", event_id=event["event_id"], section=section["name"], quantity=quantity),
+            *_buy_calls(event, section, quantity),
             kit.call("transfer_tickets", order_code=code, to_username=first["username"], quantity=k1),
             kit.call("transfer_tickets", order_code=code, to_username=second["username"], quantity=k2),
         ],
@@ -317,17 +321,10 @@ CHEAPEST_ON_DAY = TEXTS["CHEAPEST_ON_DAY"]
 
 def buy_cheapest_relative_day(rng: random.Random, world: World) -> TaskDraft | None:
     """'The comedy show in Denver tomorrow': CURRENT_DATE fixes the day, then the cheapest fitting section."""
-    groups = world.query(
-        "SELECT v.city, p.category, e.date, MIN(e.id) AS event_id FROM events e JOIN venues v ON v.id = e.venue_id "
-        "JOIN performers p ON p.id = e.performer_id GROUP BY v.city, p.category, e.date HAVING COUNT(*) = 1 "
-        "ORDER BY v.city, p.category, e.date")
-    group = rng.choice(groups)
-    relative = day_said(rng, kit.day_of(group["date"]))
-    if relative is None:
+    group = day_group(rng, world, 1)
+    if group is None:
         return None
-    when, argument, today = relative
-    event = find_events(world, city=group["city"], category=group["category"], date_from=group["date"],
-                        date_to=group["date"])[0]
+    when, argument, today, event = group.when, group.argument, group.today, group.events[0]
     quantity = rng.choices([1, 2, 3, 4], weights=[2, 4, 2, 1])[0]
     section = cheapest_section(sections_of(world, event["event_id"]), quantity)
     if event["status"] != "on_sale" or quantity > event["max_per_order"] or section is None:
@@ -336,23 +333,17 @@ def buy_cheapest_relative_day(rng: random.Random, world: World) -> TaskDraft | N
         return None
     user = rng.choice(buyers(world))
     phrasing, prompt = kit.phrase(
-        rng, CHEAPEST_ON_DAY, tickets=_party(quantity), count=quantity, kind=KIND[group["category"]],
-        city=group["city"], when=when, When=when[0].upper() + when[1:],
+        rng, CHEAPEST_ON_DAY, tickets=_party(quantity), count=quantity, kind=KIND[group.category],
+        city=group.city, when=when, When=when[0].upper() + when[1:],
         tickets_words="a ticket" if quantity == 1 else f"{NUMBER_WORDS[quantity]} tickets")
     order_id, code = next_order(world)
-    checks, expected = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id)
-    return TaskDraft(
-        prompt=prompt,
-        checks=[*checks, kit.diff_only(expected), kit.answer_has([code], label="answer gives the order code")],
-        reference_solution=[
-            kit.call("search_events", city=group["city"], category=group["category"], date=argument),
-            kit.call("get_seat_map", event_id=event["event_id"]),
-            kit.call("buy_tickets", event_id=event["event_id"], section=section["name"], quantity=quantity),
-        ],
-        env_variables=kit.env_for(user, today),
-        expected_answer=(f"{event['title']} is at {event['venue']} on {event['date']} at {event['start_time']}. "
-                         f"Bought {_party(quantity)} in {section['name']} at ${section['price']} each. "
-                         f"Order code: {code}."),
-        difficulty=2,
-        metadata={"phrasing": phrasing, "when": when, "event_id": event["event_id"], "section_id": section["id"]},
+    bought = _purchase_checks(user["id"], event["event_id"], section, quantity, order_id)
+    return _order_task(
+        prompt, user, today, code, bought,
+        _buy_calls(event, section, quantity,
+                   kit.call("search_events", city=group.city, category=group.category, date=argument)),
+        (f"{event['title']} is at {event['venue']} on {event['date']} at {event['start_time']}. "
+         f"Bought {_party(quantity)} in {section['name']} at ${section['price']} each. Order code: {code}."),
+        2,
+        {"phrasing": phrasing, "when": when, "event_id": event["event_id"], "section_id": section["id"]},
     )

@@ -13,7 +13,7 @@ from toolgym.envs.apps.tickets.task_common import (
     KIND_PLURAL,
     NOUN,
     buyers,
-    day_said,
+    day_group,
     only_event,
     pick_event,
     sections_of,
@@ -167,30 +167,23 @@ DAY_EVENTS = TEXTS["DAY_EVENTS"]
 
 def day_events_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     """'This Saturday's concerts in X': the day comes from CURRENT_DATE, the events from a search."""
-    groups = world.query(
-        "SELECT v.city, p.category, e.date, COUNT(*) AS n FROM events e JOIN venues v ON v.id = e.venue_id "
-        "JOIN performers p ON p.id = e.performer_id GROUP BY v.city, p.category, e.date "
-        "HAVING COUNT(*) <= 3 ORDER BY v.city, p.category, e.date")
-    group = rng.choice(groups)
-    relative = day_said(rng, kit.day_of(group["date"]))
-    if relative is None:
+    group = day_group(rng, world, 3)
+    if group is None:
         return None
-    when, argument, today = relative
-    events = find_events(world, city=group["city"], category=group["category"], date_from=group["date"],
-                         date_to=group["date"])
+    when, argument, today, events = group.when, group.argument, group.today, group.events
     if any(e["status"] == "cancelled" for e in events):
         return None
     phrasing, prompt = kit.phrase(
-        rng, DAY_EVENTS, kinds=KIND_PLURAL[group["category"]], city=group["city"], when=when)
+        rng, DAY_EVENTS, kinds=KIND_PLURAL[group.category], city=group.city, when=when)
     listing = "; ".join(f"{e['title']} at {e['venue']}, {e['start_time']}" for e in events)
     return TaskDraft(
         prompt=prompt,
         checks=kit.lookup_checks([e["performer"] for e in events]),
-        reference_solution=[kit.call("search_events", city=group["city"], category=group["category"], date=argument)],
+        reference_solution=[kit.call("search_events", city=group.city, category=group.category, date=argument)],
         env_variables=kit.env_for(rng.choice(buyers(world)), today),
-        expected_answer=(f"{KIND_PLURAL[group['category']].capitalize()} in {group['city']} on {group['date']}: "
+        expected_answer=(f"{KIND_PLURAL[group.category].capitalize()} in {group.city} on {group.date}: "
                          f"{listing}."),
         difficulty=2,
-        metadata={"phrasing": phrasing, "when": when, "kind": KIND[group["category"]],
+        metadata={"phrasing": phrasing, "when": when, "kind": KIND[group.category],
                   "event_ids": [e["event_id"] for e in events]},
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from dataclasses import dataclass
 from typing import Any
 
 from toolgym.envs import TaskDraft, World, kit
@@ -37,89 +38,79 @@ def _are(count: int) -> str:
     return "is" if count == 1 else "are"
 
 
-ACCEPT = TEXTS["ACCEPT"]
+@dataclass(frozen=True)
+class TransferMove:
+    """One way a pending transfer ends: the recipient accepts it, or the sender takes it back."""
+
+    templates: str  # the texts key of the prompt templates
+    status: str  # the transfer's new status
+    user: str  # whose account the task runs in: "to" or "from"
+    direction: str  # list_my_ticket_transfers direction
+    tool: str
+    tickets_by: tuple[str, str]  # the ticket column that finds the moved tickets, and the transfer's value for it
+    ticket_fields: tuple[str, ...]
+    tickets_label: str
+    answer: str  # a str.format template of the expected answer
+
+
+ACCEPT = TransferMove("ACCEPT", "accepted", "to", "received", "accept_ticket_transfer", ("transfer_id", "id"),
+                      ("holder_id", "status"), "the tickets now belong to the user",
+                      "Accepted transfer {code} from {from_name}: {tickets} for {title} on {date} {are} now yours.")
+CANCEL_TRANSFER = TransferMove(
+    "CANCEL_TRANSFER", "cancelled", "from", "sent", "cancel_ticket_transfer", ("order_id", "order_id"), ("status", "transfer_id"),
+    "the tickets are back with the user",
+    "Cancelled transfer {code} to {to_name}; the {tickets} for {title} on {date} {are} back in your account.")
+
+
+def _end_transfer(rng: random.Random, world: World, move: TransferMove) -> TaskDraft | None:
+    """A pending transfer, the only one between its two people, ended as `move` says by the one it names."""
+    picked = _pending_transfer(rng, world)
+    if picked is None:
+        return None
+    transfer, today = picked
+    between = world.query("SELECT id FROM transfers WHERE to_user_id=? AND from_user_id=? AND status='pending' "
+                          "ORDER BY id", (transfer["to_user_id"], transfer["from_user_id"]))
+    if len(between) != 1:
+        return None
+    holder = transfer[f"{move.user}_user_id"]
+    column, value = move.tickets_by[0], transfer[move.tickets_by[1]]
+    held = world.one(f"SELECT COUNT(*) AS n FROM tickets WHERE {column}=? AND holder_id=? AND status='valid'",
+                     (value, holder))
+    assert held is not None
+    tickets = kit.plural(transfer["ticket_count"], "ticket")
+    phrasing, prompt = kit.phrase(
+        rng, TEXTS[move.templates], sender=transfer["from_name"], sender_first=_first(transfer["from_name"]),
+        recipient=transfer["to_name"], recipient_first=_first(transfer["to_name"]), performer=transfer["performer"],
+        tickets=tickets, title=transfer["title"], date=transfer["date"])
+    checks: list[Check] = [
+        field_is("transfers", {"id": transfer["id"]},
+                 "status", move.status, f"transfer {transfer['code']} {move.status}", weight=3.0),
+        has_row("tickets", {column: value, "holder_id": holder, "status": "valid"}, move.tickets_label, weight=1.0, count=held["n"] + transfer["ticket_count"]),
+    ]
+    expected = [
+        updated("transfers", {"id": transfer["id"]}, ["status", "responded_on"]),
+        updated("tickets", {column: value}, list(move.ticket_fields)),
+    ]
+    return TaskDraft(
+        prompt=prompt,
+        checks=[*checks, kit.diff_only(expected), kit.answer_has([transfer["code"]], label="answer names the transfer")],
+        reference_solution=[kit.call("list_my_ticket_transfers", direction=move.direction, status="pending"),
+                            kit.call(move.tool, transfer_code=transfer["code"])],
+        env_variables=kit.env_for(kit.user_by_id(world, holder), today),
+        expected_answer=move.answer.format(**transfer, tickets=tickets, are=_are(transfer["ticket_count"])),
+        difficulty=2,
+        metadata={"phrasing": phrasing, "transfer_id": transfer["id"]},
+    )
 
 
 def accept_transfer(rng: random.Random, world: World) -> TaskDraft | None:
     """Find the pending transfer a named friend sent the user and accept it: the tickets change holder."""
-    picked = _pending_transfer(rng, world)
-    if picked is None:
-        return None
-    transfer, today = picked
-    from_sender = world.query("SELECT id FROM transfers WHERE to_user_id=? AND from_user_id=? AND status='pending' "
-                              "ORDER BY id", (transfer["to_user_id"], transfer["from_user_id"]))
-    if len(from_sender) != 1:
-        return None
-    phrasing, prompt = kit.phrase(
-        rng, ACCEPT, sender=transfer["from_name"], sender_first=_first(transfer["from_name"]),
-        performer=transfer["performer"], tickets=kit.plural(transfer["ticket_count"], "ticket"),
-        title=transfer["title"], date=transfer["date"])
-    checks: list[Check] = [
-        field_is("transfers", {"id": transfer["id"]},
-                "status", "accepted", f"transfer {transfer['code']} accepted", weight=3.0),
-        has_row("tickets", {"transfer_id": transfer["id"], "holder_id": transfer["to_user_id"], "status": "valid"},
-                "the tickets now belong to the user", weight=1.0, count=transfer["ticket_count"]),
-    ]
-    expected = [
-        updated("transfers", {"id": transfer["id"]}, ["status", "responded_on"]),
-        updated("tickets", {"transfer_id": transfer["id"]}, ["holder_id", "status"]),
-    ]
-    return TaskDraft(
-        prompt=prompt,
-        checks=[*checks, kit.diff_only(expected), kit.answer_has([transfer["code"]], label="answer names the transfer")],
-        reference_solution=[kit.call("list_my_ticket_transfers", direction="received", status="pending"),
-                            kit.call("accept_ticket_transfer", transfer_code=transfer["code"])],
-        env_variables=kit.env_for(kit.user_by_id(world, transfer["to_user_id"]), today),
-        expected_answer=(f"Accepted transfer {transfer['code']} from {transfer['from_name']}: "
-                         f"{kit.plural(transfer['ticket_count'], 'ticket')} for {transfer['title']} on {transfer['date']} "
-                         f"{_are(transfer['ticket_count'])} now yours."),
-        difficulty=2,
-        metadata={"phrasing": phrasing, "transfer_id": transfer["id"]},
-    )
-
-
-CANCEL_TRANSFER = TEXTS["CANCEL_TRANSFER"]
+    return _end_transfer(rng, world, ACCEPT)
 
 
 def cancel_sent_transfer(rng: random.Random, world: World) -> TaskDraft | None:
     """Find the user's pending transfer to a named person and cancel it: the tickets come back."""
-    picked = _pending_transfer(rng, world)
-    if picked is None:
-        return None
-    transfer, today = picked
-    to_recipient = world.query("SELECT id FROM transfers WHERE from_user_id=? AND to_user_id=? AND status='pending' "
-                               "ORDER BY id", (transfer["from_user_id"], transfer["to_user_id"]))
-    if len(to_recipient) != 1:
-        return None
-    held = world.one("SELECT COUNT(*) AS n FROM tickets WHERE order_id=? AND holder_id=? AND status='valid'",
-                     (transfer["order_id"], transfer["from_user_id"]))
-    assert held is not None
-    phrasing, prompt = kit.phrase(
-        rng, CANCEL_TRANSFER, recipient=transfer["to_name"], recipient_first=_first(transfer["to_name"]),
-        performer=transfer["performer"], date=transfer["date"], title=transfer["title"],
-        tickets=kit.plural(transfer["ticket_count"], "ticket"))
-    checks: list[Check] = [
-        field_is("transfers", {"id": transfer["id"]},
-                "status", "cancelled", f"transfer {transfer['code']} cancelled", weight=3.0),
-        has_row("tickets", {"order_id": transfer["order_id"], "holder_id": transfer["from_user_id"], "status": "valid"},
-                "the tickets are back with the user", weight=1.0, count=held["n"] + transfer["ticket_count"]),
-    ]
-    expected = [
-        updated("transfers", {"id": transfer["id"]}, ["status", "responded_on"]),
-        updated("tickets", {"order_id": transfer["order_id"]}, ["status", "transfer_id"]),
-    ]
-    return TaskDraft(
-        prompt=prompt,
-        checks=[*checks, kit.diff_only(expected), kit.answer_has([transfer["code"]], label="answer names the transfer")],
-        reference_solution=[kit.call("list_my_ticket_transfers", direction="sent", status="pending"),
-                            kit.call("cancel_ticket_transfer", transfer_code=transfer["code"])],
-        env_variables=kit.env_for(kit.user_by_id(world, transfer["from_user_id"]), today),
-        expected_answer=(f"Cancelled transfer {transfer['code']} to {transfer['to_name']}; the "
-                         f"{kit.plural(transfer['ticket_count'], 'ticket')} for {transfer['title']} on {transfer['date']} "
-                         f"{_are(transfer['ticket_count'])} back in your account."),
-        difficulty=2,
-        metadata={"phrasing": phrasing, "transfer_id": transfer["id"]},
-    )
+    return _end_transfer(rng, world, CANCEL_TRANSFER)
 
 
 ORDER_ROWS = (

@@ -11,7 +11,7 @@ from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.tracker.data import FIRST_TODAY
 from toolgym.envs.apps.tracker.rules import BLOCKED, DONE, allowed_moves, open_blockers, workflow_path
 from toolgym.envs.apps.tracker.task_common import common_day, members, open_tickets, projects, sprint_in
-from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists
+from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists, ToolCall
 
 TEXTS = kit.module_texts(__file__)
 
@@ -206,6 +206,20 @@ def finish_ticket(rng: random.Random, world: World) -> TaskDraft | None:
 # ---------------------------------------------------------------- impossible requests
 
 
+def _refusal(rng: random.Random, world: World, user: str, prompt: str, look: ToolCall, answer: str, write_tool: str,
+             metadata: dict[str, Any]) -> TaskDraft:
+    """A request the workflow forbids: `user` asks, the agent looks (`look`), writes nothing and says why."""
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=kit.env_for_username(world, user, common_day(rng)),
+        reference_solution=[look],
+        expected_answer=answer,
+        checks=kit.impossible_checks(write_tool, reply_label=kit.SAYS_IT_CANNOT),
+        difficulty=2,
+        metadata=metadata,
+    )
+
+
 def done_while_blocked(rng: random.Random, world: World) -> TaskDraft | None:
     """Move a ticket to Done while an unfinished ticket still blocks it."""
     project = rng.choice(projects(world))
@@ -221,15 +235,9 @@ def done_while_blocked(rng: random.Random, world: World) -> TaskDraft | None:
     key = ticket["key"]
     phrasing, prompt = kit.phrase(rng, TEXTS["done_while_blocked"], key=key)
     listed = ", ".join(f"{b['key']} ({b['status']})" for b in blockers)
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=kit.env_for_username(world, user, common_day(rng)),
-        reference_solution=[kit.call("get_ticket", key=key)],
-        expected_answer=f"I cannot move {key} to Done: it is blocked by {listed}, which is not finished yet.",
-        checks=kit.impossible_checks("transition_ticket", reply_label=kit.SAYS_IT_CANNOT),
-        difficulty=2,
-        metadata={"phrasing": phrasing, "key": key, "blockers": [b["key"] for b in blockers]},
-    )
+    answer = f"I cannot move {key} to Done: it is blocked by {listed}, which is not finished yet."
+    return _refusal(rng, world, user, prompt, kit.call("get_ticket", key=key), answer, "transition_ticket",
+                    {"phrasing": phrasing, "key": key, "blockers": [b["key"] for b in blockers]})
 
 
 def closed_sprint(rng: random.Random, world: World) -> TaskDraft | None:
@@ -242,15 +250,9 @@ def closed_sprint(rng: random.Random, world: World) -> TaskDraft | None:
     user = rng.choice(members(world, project["id"]))
     key, name = ticket["key"], sprint["name"]
     phrasing, prompt = kit.phrase(rng, TEXTS["closed_sprint"], key=key, name=name)
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=kit.env_for_username(world, user, common_day(rng)),
-        reference_solution=[kit.call("list_sprints", project=project["key"])],
-        expected_answer=f"I cannot move {key} into {name}: that sprint is closed, and closed sprints take no tickets.",
-        checks=kit.impossible_checks("move_to_sprint", reply_label=kit.SAYS_IT_CANNOT),
-        difficulty=2,
-        metadata={"phrasing": phrasing, "key": key, "sprint": name},
-    )
+    answer = f"I cannot move {key} into {name}: that sprint is closed, and closed sprints take no tickets."
+    return _refusal(rng, world, user, prompt, kit.call("list_sprints", project=project["key"]), answer, "move_to_sprint",
+                    {"phrasing": phrasing, "key": key, "sprint": name})
 
 
 def reopen_done(rng: random.Random, world: World) -> TaskDraft | None:
@@ -263,12 +265,6 @@ def reopen_done(rng: random.Random, world: World) -> TaskDraft | None:
     key = ticket["key"]
     status = rng.choice(["In Progress", "To Do"])
     phrasing, prompt = kit.phrase(rng, TEXTS["reopen_done"], key=key, status=status)
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=kit.env_for_username(world, user, common_day(rng)),
-        reference_solution=[kit.call("get_ticket", key=key)],
-        expected_answer=f"I cannot move {key} back to {status}: it is Done, and Done is final in this workflow.",
-        checks=kit.impossible_checks("transition_ticket", reply_label=kit.SAYS_IT_CANNOT),
-        difficulty=2,
-        metadata={"phrasing": phrasing, "key": key, "status": status},
-    )
+    answer = f"I cannot move {key} back to {status}: it is Done, and Done is final in this workflow."
+    return _refusal(rng, world, user, prompt, kit.call("get_ticket", key=key), answer, "transition_ticket",
+                    {"phrasing": phrasing, "key": key, "status": status})
