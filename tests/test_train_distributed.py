@@ -67,6 +67,69 @@ def test_grpo_groups_stay_whole_on_one_rank_and_merge_back_in_one_process_order(
         merge_episodes([per_rank[0], per_rank[1][:2]], tasks, 3)  # type: ignore[arg-type]
 
 
+def test_grpo_update_shards_add_up_to_the_one_process_update() -> None:
+    """policy_update's shard trains rank k mod world's micro-batches with the loss times the world size; DDP
+    averages the ranks' gradients, which with plain SGD is the mean of the weights each rank reaches alone."""
+    import contextlib
+    import copy
+    import random
+
+    from transformers import AutoModelForCausalLM
+
+    from test_rollout_support import tiny_model_dir
+    from toolgym.algorithms.advantages import build_groups
+    from toolgym.algorithms.losses import cross_entropy_logprobs
+    from toolgym.config.grpo import GRPOSettings
+    from toolgym.schema import Episode, TrainingSample, Verdict
+    from toolgym.train.batching import collate
+    from toolgym.train.grpo.update import Shard, policy_update
+    from toolgym.train.loss import supervised_logits
+
+    torch.manual_seed(0)
+    start = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir()), local_files_only=True)
+    mask = [0] * 5 + [1] * 5
+
+    def sample(row: list[int]) -> TrainingSample:  # sampled by the start weights: every ratio starts at 1
+        with torch.no_grad():
+            own = cross_entropy_logprobs(*supervised_logits(start, collate([TrainingSample(
+                input_ids=row, loss_mask=mask, sampler_logprobs=[0.0] * 10)], pad_id=0)))
+        return TrainingSample(input_ids=row, loss_mask=mask, sampler_logprobs=[0.0] * 5 + own.tolist())
+
+    rows = [torch.randint(5, 200, (10,)).tolist() for _ in range(3)]
+    episodes = [Episode(task_id="t", env="booking", status="ok", verdict=Verdict(reward=reward, partial_score=reward),
+                        samples=[sample(row)]) for reward, row in zip([1.0, 0.0, 0.0], rows, strict=True)]
+    groups, _ = build_groups(episodes, lambda env: 0.0)
+    settings = GRPOSettings(optim={"batch_tokens": 10, "max_grad_norm": 0})  # one sample per micro-batch: 3
+
+    def update(shard: Shard | None) -> tuple[Any, Any]:
+        model = copy.deepcopy(start)
+        stats = policy_update(model, torch.optim.SGD(model.parameters(), lr=0.1), groups, settings, pad_id=0,
+                              device="cpu", rng=random.Random(0), backward=lambda loss: loss.backward(),
+                              clip_grad=lambda norm: 0.0, autocast=contextlib.nullcontext, shard=shard)
+        return model, stats
+
+    held: list[int] = []
+
+    def no_sync(rank: int) -> Any:
+        held.append(rank)
+        return contextlib.nullcontext()
+
+    one, one_stats = update(None)
+    ranks = [update(Shard(rank, 2, no_sync=lambda rank=rank: no_sync(rank))) for rank in range(2)]
+    # rank 0 runs micro-batches 0 and 2 (the gradient all-reduce held back for the first), rank 1 runs
+    # micro-batch 1 and repeats micro-batch 0 with weight 0: its statistics do not count
+    assert held == [0, 1]
+    assert [stats.tokens for _, stats in ranks] == [10, 5] and one_stats.tokens == 15
+    assert sum(stats.loss for _, stats in ranks) == pytest.approx(one_stats.loss, abs=1e-6)
+    moved = 0.0
+    for before, alone, *shares in zip(start.parameters(), one.parameters(), *(m.parameters() for m, _ in ranks),
+                                      strict=True):
+        averaged = sum(p.detach() for p in shares) / 2
+        moved = max(moved, float((alone.detach() - before.detach()).abs().max()))
+        assert torch.allclose(averaged, alone.detach(), atol=1e-6)
+    assert moved > 1e-4
+
+
 # -- real launches -----------------------------------------------------------------------------------
 
 
@@ -110,6 +173,7 @@ def test_sft_on_two_processes_trains_the_same_steps_as_one(tmp_path: Path) -> No
     two = tmp_path / "two"
     done = launch(2, "-m", "toolgym.cli.main", "train", "sft", *overrides, f"--set=out={two}", "--no-progress")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.count("train samples") == 1  # the summary, printed by the main process only
 
     rows_one, rows_two = read_metrics(tmp_path / "one"), read_metrics(two)
     # written once: one row per step (and per eval), not one per process

@@ -39,6 +39,7 @@ def _fail(exc: Exception) -> typer.Exit:
 def sft(config: Path | None, overrides: list[str], values: dict[str, Any], progress: bool = PROGRESS) -> None:
     """Train on assistant tokens only (content, tool calls, stop token); resumable; full or LoRA."""
     from toolgym.config import ConfigError, load_config
+    from toolgym.train.distributed import is_main_process
     from toolgym.train.sft import SFTError, run_sft
     from toolgym.train.sft_data import SFTDataError
 
@@ -47,7 +48,8 @@ def sft(config: Path | None, overrides: list[str], values: dict[str, Any], progr
         result = run_sft(settings, console=console, progress=progress)
     except (ConfigError, SFTError, SFTDataError, FileNotFoundError, ValueError) as exc:
         raise _fail(exc) from exc
-    console.print(result.render())
+    if is_main_process():  # under `accelerate launch` every rank returns the same result: print it once
+        console.print(result.render())
 
 
 @app.command("rft")
@@ -56,6 +58,7 @@ def rft(config: Path | None, overrides: list[str], values: dict[str, Any], progr
     """Sample K episodes per task at temperature T, keep successes (else the best partial), then SFT."""
     from toolgym.config import ConfigError, load_config
     from toolgym.rollout.runner import RolloutError
+    from toolgym.train.distributed import is_main_process
     from toolgym.train.rft import RFTError, run_rft
     from toolgym.train.sft import SFTError
     from toolgym.train.sft_data import SFTDataError
@@ -67,7 +70,8 @@ def rft(config: Path | None, overrides: list[str], values: dict[str, Any], progr
         result = run_rft(settings, console=console, progress=progress)
     except (ConfigError, RFTError, RolloutError, SFTError, SFTDataError, FileNotFoundError, ValueError) as exc:
         raise _fail(exc) from exc
-    console.print(result.render())
+    if is_main_process():  # under `accelerate launch` every rank returns the same result: print it once
+        console.print(result.render())
 
 
 app.command("grpo")(train_grpo.grpo)

@@ -22,6 +22,7 @@ def grpo(config: Path | None, overrides: list[str], values: dict[str, Any],
     The config file may be a GRPO config or a pipeline config (its grpo.settings)."""
     from toolgym.config import ConfigError, load_config
     from toolgym.config.loading import load_grpo_config
+    from toolgym.train.distributed import is_main_process
     from toolgym.train.grpo.trainer import GRPOError, run_grpo
 
     try:
@@ -33,4 +34,5 @@ def grpo(config: Path | None, overrides: list[str], values: dict[str, Any],
     except (ConfigError, GRPOError, FileNotFoundError, ValueError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
-    console.print(result.render())
+    if is_main_process():  # under `accelerate launch` every rank returns the same result: print it once
+        console.print(result.render())

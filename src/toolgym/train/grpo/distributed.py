@@ -3,38 +3,21 @@
 Each rank plays the episodes of every N-th task of the step (a task's group never splits: its
 samples_per_task episodes come from one rank, seeded by task and sample index as in one process).
 The episodes are then gathered in one-process order, so every rank builds the same groups,
-advantages, curriculum and metrics; the update deals each optimizer step's micro-batches out to
-the ranks (train/distributed.py) and DDP all-reduces the gradients: the same computation as one
-process up to summation order. FSDP is refused: the in-process sampler needs whole weights on
-every rank.
+advantages, curriculum and metrics; the one update loop (update.policy_update) runs on every rank
+with its `process_shard` of each optimizer step's micro-batches (train/distributed.py) and DDP
+all-reduces the gradients: the same computation as one process up to summation order. FSDP is
+refused: the in-process sampler needs whole weights on every rank.
 """
 
 from __future__ import annotations
 
-import contextlib
-import random
 from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-import torch
-
-from toolgym.algorithms.advantages import Group
-from toolgym.algorithms.registry import lookup
-from toolgym.config.grpo import GRPOSettings
 from toolgym.schema import Episode, Task
-from toolgym.train.batching import Batch, micro_batches, prefix_keys
-from toolgym.train.distributed import gather_objects, is_fsdp, shard_step, sum_across
-from toolgym.train.grpo.mismatch import step_correction
-from toolgym.train.grpo.update import (
-    UpdateStats,
-    _micro_step,
-    _no_grad_logprobs,
-    sequence_ratios,
-    split_mini_batches,
-    train_items,
-    with_weights,
-)
+from toolgym.train.distributed import gather_objects, is_fsdp, sum_across
+from toolgym.train.grpo.update import Shard, UpdateStats
 
 # UpdateStats fields that are sums over the trained tokens (summed over ranks after the update)
 _SUMMED = ("tokens", "loss", "entropy_sum", "kl_sum", "kl_tokens", "ratio_sum", "clipped_low", "clipped_high",
@@ -117,63 +100,10 @@ def sum_stats(accelerator: Any, stats: UpdateStats) -> UpdateStats:
     return stats
 
 
-def sharded_policy_update(
-    model: Any,
-    optimizer: torch.optim.Optimizer,
-    groups: list[Group],
-    settings: GRPOSettings,
-    *,
-    accelerator: Any,
-    pad_id: int,
-    rng: random.Random,
-    clip_grad: Callable[[float], float],
-    reference: Callable[[Batch], torch.Tensor] | None = None,
-) -> UpdateStats:
-    """update.policy_update with each optimizer step's micro-batches shared among the ranks.
-
-    Every rank holds the same groups, so the mini-batches, token weights and (GSPO) sequence ratios
-    are the one-process ones; a rank's loss is scaled by the world size because DDP averages gradients.
-    """
-    rank, world = accelerator.process_index, accelerator.num_processes
-    device = accelerator.device
-    autocast: Callable[[], contextlib.AbstractContextManager[Any]] = accelerator.autocast
-    stats = UpdateStats()
-    optim = settings.optim
-    episodes = train_items(groups, settings.experimental.kl_quiet_episodes if reference is not None else 0)
-    if not episodes:
-        return stats
-    correction = None
-    if settings.loss.mismatch.kind != "none":
-        correction = step_correction(settings.loss.mismatch, [item for items in episodes for item in items],
-                                     lambda chosen: _no_grad_logprobs(model, chosen, settings, pad_id=pad_id,
-                                                                      device=device, autocast=autocast))
-        stats.mismatch = correction.stats.row()
-    passes = [mini for _ in range(optim.update_epochs)
-              for mini in split_mini_batches(episodes, optim.mini_batches, rng)]
-    for mini in passes:
-        items = with_weights(mini, settings.loss.aggregation, settings.dr_grpo_constant)
-        lengths = [len(item.sample.input_ids) for item in items]
-        chunks = micro_batches(lengths, list(range(len(items))), optim.batch_tokens,
-                               keys=prefix_keys([item.sample for item in items]))
-        ratios = None
-        if lookup("loss", settings.loss.objective).sequence_ratios:
-            ratios = sequence_ratios(model, items, chunks, len(episodes), pad_id=pad_id, device=device,
-                                     settings=settings, autocast=autocast)
-        mine = shard_step(chunks, rank, world)
-        for position, (indices, weight) in enumerate(mine):
-            last = position == len(mine) - 1
-            sync = contextlib.nullcontext() if last else accelerator.no_sync(model)
-
-            def backward(loss: torch.Tensor, scale: float = weight * world) -> None:
-                accelerator.backward(loss * scale)
-
-            with sync:
-                _micro_step(model, [items[i] for i in indices], settings, stats if weight else UpdateStats(),
-                            pad_id=pad_id, device=device, backward=backward, autocast=autocast,
-                            reference=reference, first=stats.optimizer_steps == 0, episode_ratios=ratios,
-                            correction=correction)
-        stats.grad_norms = (*stats.grad_norms, clip_grad(optim.max_grad_norm))
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        stats.optimizer_steps += 1
-    return sum_stats(accelerator, stats)
+def process_shard(accelerator: Any, model: Any) -> Shard:
+    """This rank's share of each optimizer step's micro-batches (update.policy_update's `shard`); the
+    whole step, as in one process, when there is one."""
+    if accelerator.num_processes == 1:
+        return Shard()
+    return Shard(rank=accelerator.process_index, world=accelerator.num_processes,
+                 no_sync=lambda: accelerator.no_sync(model))

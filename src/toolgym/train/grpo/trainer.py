@@ -41,8 +41,9 @@ from toolgym.train.grpo.distributed import (
     DistributedGRPOError,
     check_launch,
     on_main,
+    process_shard,
     sample_shared,
-    sharded_policy_update,
+    sum_stats,
 )
 from toolgym.train.grpo.model_setup import (
     build_rollout_engine,
@@ -53,7 +54,7 @@ from toolgym.train.grpo.model_setup import (
 from toolgym.train.grpo.off_policy import RolloutPrefetch, SampledStep, sample_now, within_staleness
 from toolgym.train.grpo.periodic_eval import evaluate_step
 from toolgym.train.grpo.result import GRPOError, GRPOResult, progress_bar, stats_text
-from toolgym.train.grpo.rollouts import RolloutPool, step_sampling
+from toolgym.train.grpo.rollouts import make_rollout_pool, step_sampling
 from toolgym.train.grpo.run_state import manifest_fields, resume_state, save_state
 from toolgym.train.grpo.step_metrics import check_all_errored, check_collapse, family_counts, rollout_metrics
 from toolgym.train.grpo.update import policy_update
@@ -157,8 +158,8 @@ class _Run:
             "timeout_s": sampling.timeout_s, "done_tool": sampling.done_tool,
             "max_format_errors": sampling.max_format_errors,
         }
-        self.pool = RolloutPool(self.policy, slots=slots, env_factory=self.env_factory,
-                                episode_kwargs=self.episode_kwargs)
+        self.pool = make_rollout_pool(config, self.policy, slots=slots, env_factory=self.env_factory,
+                                      episode_kwargs=self.episode_kwargs, out=self.out)
         self.metrics = MetricsLog(self.out, self.accelerator)
         if config.off_policy.enabled:
             self.prefetch = RolloutPrefetch(self.sample_step)
@@ -283,15 +284,12 @@ class _Run:
         lr = float(self.scheduler.get_last_lr()[0])
         self.model.train()
         rng = random.Random(f"toolgym-grpo-mini/{config.seed}/{step}")
-        if self.accelerator.num_processes > 1:  # every rank holds all groups; micro-batches are shared out
-            stats = sharded_policy_update(self.model, self.optimizer, groups, config, accelerator=self.accelerator,
-                                          pad_id=self.pad_id, rng=rng, clip_grad=self._clip_grad,
-                                          reference=self.reference())
-        else:
-            stats = policy_update(  # no optimizer step when no episode is trained (train_items decides which)
-                self.model, self.optimizer, groups, config, pad_id=self.pad_id,
-                device=self.accelerator.device, rng=rng, backward=self.accelerator.backward,
-                clip_grad=self._clip_grad, autocast=self.accelerator.autocast, reference=self.reference())
+        stats = policy_update(  # no optimizer step when no episode is trained (train_items decides which)
+            self.model, self.optimizer, groups, config, pad_id=self.pad_id,
+            device=self.accelerator.device, rng=rng, backward=self.accelerator.backward,
+            clip_grad=self._clip_grad, autocast=self.accelerator.autocast, reference=self.reference(),
+            shard=process_shard(self.accelerator, self.model))  # every rank holds all groups, trains its share
+        stats = sum_stats(self.accelerator, stats)
         for _ in range(stats.optimizer_steps):  # the schedule counts optimizer steps (none without signal)
             self.scheduler.step()
         update_s = time.perf_counter() - update_began

@@ -8,7 +8,8 @@ log-prob of each token. `update_epochs` > 1 passes over the same rollouts again 
 the later passes go. The loss is the registered objective `loss.objective` (registry.py); for one that
 takes sequence ratios (GSPO) each episode's ratio is computed first, in a pass without gradients over
 the optimizer step's episodes, and its tokens train with that one ratio. The settings are the run's
-validated GRPOSettings, passed as they are.
+validated GRPOSettings, passed as they are. Under N processes every rank runs this same loop over the
+same batch and trains its `Shard` of each optimizer step's micro-batches (grpo/distributed.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from toolgym.algorithms.registry import lookup
 from toolgym.config.grpo import GRPOSettings
 from toolgym.schema import TrainingSample
 from toolgym.train.batching import IGNORE_INDEX, Batch, collate, micro_batches, prefix_keys, supervised_count
+from toolgym.train.distributed import shard_step
 from toolgym.train.grpo.mismatch import StepCorrection, step_correction
 from toolgym.train.loss import supervised_logits
 
@@ -81,6 +83,18 @@ class UpdateStats:
             "grad_norm": max(self.grad_norms) if self.grad_norms else None,
             **(self.mismatch or {}),
         }
+
+
+@dataclass(frozen=True)
+class Shard:
+    """This process's part of each optimizer step: micro-batch k runs on rank k mod world (a rank short of
+    one repeats a micro-batch with loss weight 0, train/distributed.shard_step), its loss scaled by the
+    world size because DDP averages the gradients; `no_sync` holds back DDP's all-reduce until the rank's
+    last micro-batch of the step. The default is one process: every micro-batch, loss as it is."""
+
+    rank: int = 0
+    world: int = 1
+    no_sync: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext
 
 
 def trained_episode_count(group: Group, kl_quiet_episodes: int = 0) -> int:
@@ -213,12 +227,17 @@ def policy_update(
     clip_grad: Callable[[float], float],
     autocast: Callable[[], contextlib.AbstractContextManager[Any]],
     reference: Callable[[Batch], torch.Tensor] | None = None,
+    shard: Shard | None = None,
 ) -> UpdateStats:
-    """Run the step's optimizer step(s); returns token-level statistics.
+    """Run the step's optimizer step(s); returns token-level statistics of this process's micro-batches.
 
     `reference(batch)` gives the reference policy's log-probs at the batch's trained positions
-    (LoRA: the adapter disabled; full weights: a frozen copy); None when no KL is wanted.
+    (LoRA: the adapter disabled; full weights: a frozen copy); None when no KL is wanted. Every rank
+    holds the same groups, so the mini-batches, token weights and (GSPO) sequence ratios are the
+    one-process ones whatever the `shard`; the ranks' statistics are summed afterwards
+    (distributed.sum_stats).
     """
+    shard = shard or Shard()
     stats = UpdateStats()
     optim = settings.optim
     episodes = train_items(groups, settings.experimental.kl_quiet_episodes if reference is not None else 0)
@@ -241,17 +260,27 @@ def policy_update(
         if lookup("loss", settings.loss.objective).sequence_ratios:
             ratios = sequence_ratios(model, items, chunks, len(episodes), pad_id=pad_id, device=device,
                                      settings=settings, autocast=autocast)
-        for indices in chunks:
-            chosen = [items[i] for i in indices]
-            _micro_step(model, chosen, settings, stats, pad_id=pad_id, device=device, backward=backward,
-                        autocast=autocast, reference=reference, first=stats.optimizer_steps == 0,
-                        episode_ratios=ratios, correction=correction)
+        mine = shard_step(chunks, shard.rank, shard.world)
+        for position, (indices, weight) in enumerate(mine):
+            sync = contextlib.nullcontext() if position == len(mine) - 1 else shard.no_sync()
+            with sync:
+                _micro_step(model, [items[i] for i in indices], settings, stats if weight else UpdateStats(),
+                            pad_id=pad_id, device=device, backward=_scaled(backward, weight * shard.world),
+                            autocast=autocast, reference=reference, first=stats.optimizer_steps == 0,
+                            episode_ratios=ratios, correction=correction)
         grad_norm = clip_grad(optim.max_grad_norm)
         stats.grad_norms = (*stats.grad_norms, grad_norm)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         stats.optimizer_steps += 1
     return stats
+
+
+def _scaled(backward: Callable[[torch.Tensor], None], scale: float) -> Callable[[torch.Tensor], None]:
+    """`backward` of the loss times `scale` (the loss itself at scale 1, so one process computes as ever)."""
+    if scale == 1.0:
+        return backward
+    return lambda loss: backward(loss * scale)
 
 
 def _micro_step(model: Any, items: list[TrainItem], settings: GRPOSettings, stats: UpdateStats, *, pad_id: int,
