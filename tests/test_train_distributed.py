@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -18,8 +17,7 @@ import torch
 from safetensors.torch import load_file
 
 from test_rollout_support import free_port, subprocess_env
-from test_train_sft_support import mixed_tasks, oracle_rollout
-from toolgym.data.convert import convert_run
+from test_train_sft_support import toy_sft_rows
 from toolgym.model.pretrain.recipe import DEFAULT_MODEL_DIR
 from toolgym.train.distributed import WorldSizeError, check_world_size, shard_step
 from toolgym.train.grpo.distributed import merge_episodes, my_tasks
@@ -144,18 +142,6 @@ def launch(processes: int, *args: str, timeout: float = 300) -> subprocess.Compl
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=subprocess_env(), check=False)
 
 
-@cache
-def sft_rows() -> Path:
-    import tempfile
-
-    root = Path(tempfile.mkdtemp(prefix="toolgym-dist-rows-"))
-    tasks = [t for t in mixed_tasks() if "crash" not in t.id and "bad_verifier" not in t.id]
-    tasks += [t.model_copy(update={"id": t.id + "/b", "prompt": t.prompt + " Thanks."}) for t in tasks]
-    oracle_rollout(root / "run", tasks)
-    convert_run(root / "run", root / "sft.jsonl")
-    return root / "sft.jsonl"
-
-
 SFT_SETTINGS = {"lr": 1e-3, "max_steps": 3, "batch_tokens": 1400, "max_rows": 2, "grad_accum": 3,
                 "eval_fraction": 0.2, "warmup_steps": 1, "save_every": 2, "threads": 1}
 
@@ -167,7 +153,7 @@ def max_abs_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> floa
 
 @pytest.mark.distributed
 def test_sft_on_two_processes_trains_the_same_steps_as_one(tmp_path: Path) -> None:
-    fields = {"data": str(sft_rows()), "model": str(DEFAULT_MODEL_DIR), **SFT_SETTINGS}
+    fields = {"data": str(toy_sft_rows()), "model": str(DEFAULT_MODEL_DIR), **SFT_SETTINGS}
     one = run_sft(SFTConfig(**fields, out=str(tmp_path / "one")))
     overrides = [f"--set={key}={value}" for key, value in fields.items()]
     two = tmp_path / "two"

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from test_rollout_support import policy_server, subprocess_env, tiny_model_dir
-from test_train_sft_support import mixed_tasks, oracle_rollout, read_jsonl
-from toolgym.data.convert import convert_run
+from test_train_sft_support import read_jsonl, toy_sft_rows
 from toolgym.schema import TrainingSample
 from toolgym.train.batching import IGNORE_INDEX, collate, micro_batches, plan_steps
 from toolgym.train.loss import nll_sum, token_logprobs
@@ -30,23 +28,9 @@ from toolgym.train.sft_data import SFTExample
 pytestmark = pytest.mark.slow
 
 
-@cache
-def oracle_rows() -> Path:
-    """Teacher SFT rows (compact style, like the tiny model) of six toy tasks."""
-    import tempfile
-
-    root = Path(tempfile.mkdtemp(prefix="toolgym-sft-rows-"))
-    tasks = [t for t in mixed_tasks() if "crash" not in t.id and "bad_verifier" not in t.id]
-    tasks += [t.model_copy(update={"id": t.id + "/b", "prompt": t.prompt + " Thanks."}) for t in tasks]
-    oracle_rollout(root / "run", tasks)
-    report = convert_run(root / "run", root / "sft.jsonl")
-    assert report.rows_out == len(tasks) == 12
-    return root / "sft.jsonl"
-
-
 def small_config(out: Path, **overrides: Any) -> SFTConfig:
     fields: dict[str, Any] = {
-        "data": str(oracle_rows()), "model": str(tiny_model_dir()), "out": str(out), "lr": 5e-3,
+        "data": str(toy_sft_rows()), "model": str(tiny_model_dir()), "out": str(out), "lr": 5e-3,
         "max_steps": 8, "save_every": 4, "batch_tokens": 1400, "max_rows": 2, "threads": 1, "eval_fraction": 0.2,
         "warmup_steps": 1,
     }
@@ -202,14 +186,14 @@ def test_full_sft_learns_checkpoints_and_exports_loadable_models(tmp_path: Path)
 
 
 def _sft_command(out: Path) -> list[str]:
-    return [sys.executable, "-m", "toolgym.cli.main", "train", "sft", "--data", str(oracle_rows()),
+    return [sys.executable, "-m", "toolgym.cli.main", "train", "sft", "--data", str(toy_sft_rows()),
             "--model", str(tiny_model_dir()), "--out", str(out), "--lr", "5e-3", "--max-steps", "40",
             "--save-every", "5", "--batch-tokens", "700", "--threads", "1", "--eval-fraction", "0.2",
             "--no-progress", "--seed", "0"]
 
 
 def test_a_run_killed_mid_training_resumes_with_the_same_data_order_and_loss_curve(tmp_path: Path) -> None:
-    reference = run_sft(SFTConfig(data=str(oracle_rows()), model=str(tiny_model_dir()), out=str(tmp_path / "ref"),
+    reference = run_sft(SFTConfig(data=str(toy_sft_rows()), model=str(tiny_model_dir()), out=str(tmp_path / "ref"),
                                   lr=5e-3, max_steps=40, save_every=5, batch_tokens=700, threads=1, eval_fraction=0.2))
     assert reference.steps == 40
     out = tmp_path / "killed"
@@ -295,7 +279,7 @@ def test_lora_adapter_loads_with_peft_merges_exactly_and_is_served(tmp_path: Pat
     assert (checkpoint / "adapter/adapter_model.safetensors").is_file() and not (checkpoint / "model.safetensors").exists()
 
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir()))
-    row = read_jsonl(oracle_rows())[0]
+    row = read_jsonl(toy_sft_rows())[0]
     text = tokenizer.apply_chat_template(row["messages"][:2], tokenize=False, add_generation_prompt=True)
     prompt = tokenizer(text, add_special_tokens=False)["input_ids"]
     stop = {tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.convert_tokens_to_ids("<|endoftext|>")}

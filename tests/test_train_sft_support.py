@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from test_rollout_support import broken_tasks, env_factory, toy_tasks
 from toolgym.chat.render import Renderer
+from toolgym.data.convert import convert_run
 from toolgym.policy.base import Generation, GenerationRequest, Policy, SamplingParams
 from toolgym.policy.oracle import OraclePolicy
 from toolgym.rollout.runner import RolloutSummary, run_rollout
@@ -87,3 +90,16 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 def write_jsonl_rows(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
+
+
+@cache
+def toy_sft_rows() -> Path:
+    """Teacher SFT rows (compact style, like the tiny model) of the six toy tasks, each also with a reworded
+    prompt: 12 rows, built once per test process."""
+    root = Path(tempfile.mkdtemp(prefix="toolgym-sft-rows-"))
+    tasks = [t for t in mixed_tasks() if "crash" not in t.id and "bad_verifier" not in t.id]
+    tasks += [t.model_copy(update={"id": t.id + "/b", "prompt": t.prompt + " Thanks."}) for t in tasks]
+    oracle_rollout(root / "run", tasks)
+    report = convert_run(root / "run", root / "sft.jsonl")
+    assert report.rows_out == len(tasks) == 12
+    return root / "sft.jsonl"
