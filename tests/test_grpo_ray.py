@@ -104,6 +104,8 @@ def test_ray_sampling_trains_on_the_episodes_the_local_engine_samples(cluster: s
     assert loads[0]["digest"] == weights_digest(load_model_for_grpo(on_ray))
     assert loads[1]["digest"] != loads[0]["digest"]  # step 1 changed the weights the workers sample with
     assert sorted(p.name for p in (Path(on_ray.out) / WEIGHTS_DIR).iterdir()) == [LOADS_FILE, "version-1"]
+    assert [r["sync_version"] for r in ray_rows] == [0, 1]  # each step's metrics row records its weight load
+    assert all(r["sync_seconds"] >= 0 for r in ray_rows) and "sync_version" not in local_rows[0]
 
 
 @pytest.mark.ray

@@ -154,6 +154,7 @@ class RaySampler:
         self.loaded_label: str | None = None
         self.loaded_path: Path | None = None
         self.version = -1
+        self.last_load: dict[str, Any] = {}
         factory = functools.partial(build_worker_policy, config, engine.name)
         self.pool = RayRolloutPool(factory, config.rollout_workers.ray_settings, slots=slots, env_factory=env_factory,
                                    episode_kwargs=episode_kwargs)
@@ -186,7 +187,15 @@ class RaySampler:
         if self.loaded_path is not None and self.loaded_path != path:  # every worker holds the new ones now
             shutil.rmtree(self.loaded_path, ignore_errors=True)
         self.loaded_label, self.loaded_path = label, path
+        self.last_load = row
         return label
+
+    def sync_metrics(self) -> dict[str, Any]:
+        """The step's weight load onto the workers, in the names the vLLM engine's sync uses (none: unchanged)."""
+        if not self.last_load:
+            return {}
+        row, self.last_load = self.last_load, {}
+        return {"sync_version": row["version"], "sync_seconds": round(row["seconds_export"] + row["seconds_load"], 4)}
 
     async def run(self, tasks: list[Task], samples_per_task: int, sampling: SamplingParams) -> list[Episode]:
         label = self.sync()

@@ -302,7 +302,8 @@ class _Run:
                                "seconds_update": round(update_s, 3), **sampled.row(), **off_policy,
                                "curriculum_weights": self.curriculum.weight_counts(),
                                "families": family_counts(groups, self.tasks_by_id),
-                               **getattr(self.policy, "sync_metrics", dict)()}  # vllm: the step's weight sync
+                               **getattr(self.policy, "sync_metrics", dict)(),  # vllm: the step's weight sync
+                               **getattr(self.pool, "sync_metrics", dict)()}  # Ray workers: the step's weight load
         row["tool_call_collapse"] = check_collapse(row, state, config.monitor, self.say)
         return row
 
