@@ -525,7 +525,8 @@ def grpo_settings(check: Check, out: Path, steps: int, *, lora: bool, kl_only: b
     if check.args.threads:
         settings["threads"] = check.args.threads
     if kl_only:  # no reward signal from a random model: every episode trains for the KL term alone
-        settings["loss"] = {"kl_coef": 0.01, "kl_quiet_episodes": shape.grpo_samples}
+        settings["loss"] = {"kl_coef": 0.01}
+        settings["experimental"] = {"kl_quiet_episodes": shape.grpo_samples}
     return settings
 
 
@@ -557,6 +558,33 @@ def part_grpo(check: Check) -> dict[str, Any]:
     metrics.update(grpo_rows_metrics([r for r in read_metrics(out) if r.get("kind") == "train"]))
     if not any(metrics.get("optimizer_steps") or []):
         raise RuntimeError(f"no optimizer step ran in {result.steps} GRPO steps: {metrics}")
+    metrics["off_policy"] = grpo_off_policy(check)
+    return metrics
+
+
+def grpo_off_policy(check: Check) -> dict[str, Any]:
+    """The same GRPO one step off policy: step t trains on episodes sampled from a weights snapshot during
+    step t-1's update, with truncated importance weights; the rows record each episode batch's staleness."""
+    from toolgym.train.grpo.config import grpo_config_from_dict
+    from toolgym.train.grpo.trainer import run_grpo
+    from toolgym.train.metrics import read_metrics
+
+    if check.remaining() <= 0:
+        return {"skipped": "budget spent"}
+    out = check.work / "grpo_off_policy"
+    reset_peak(check.cuda)
+    settings = grpo_settings(check, out, check.shape.grpo_steps, lora=False, kl_only=False)
+    settings["off_policy"] = {"enabled": True, "max_staleness": 1}
+    settings["loss"] = {"mismatch": {"kind": "tis"}}
+    began = time.perf_counter()
+    result = run_grpo(grpo_config_from_dict(settings), reward_fn=alternating_reward)
+    rows = [r for r in read_metrics(out) if r.get("kind") == "train"]
+    metrics: dict[str, Any] = {"wall_s": round(time.perf_counter() - began, 2), "steps": result.steps,
+                               **memory(check.cuda), **grpo_rows_metrics(rows),
+                               "staleness": [r.get("staleness") for r in rows],
+                               "policy_version": [r.get("policy_version") for r in rows]}
+    if not any(metrics.get("optimizer_steps") or []):
+        raise RuntimeError(f"no optimizer step ran in {result.steps} off-policy GRPO steps: {metrics}")
     return metrics
 
 
@@ -758,7 +786,8 @@ def headline(name: str, metrics: dict[str, Any]) -> str:
         return "; ".join(parts)
     if name == "grpo":
         return (f"rollout s {get('seconds_rollout')} update s {get('seconds_update')}; "
-                f"peak {get(peak)} GiB")
+                f"peak {get(peak)} GiB; off-policy staleness {get('off_policy', 'staleness')} "
+                f"update s {get('off_policy', 'seconds_update')}")
     if name == "memfit":
         runs = "; ".join(f"seq {r['seq_len']}: " + ("OOM" if "oom" in r else
                                                      f"{statistics.mean(steady(r['step_s'])) if r['step_s'] else 0:.2f}s/step "

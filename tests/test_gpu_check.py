@@ -81,6 +81,8 @@ def test_cpu_smoke_runs_every_part_without_the_missing_packages(tmp_path: Path) 
     sft = data["parts"]["sft"]["metrics"]
     assert sft["lora"]["steps"] == sft["full"]["steps"] == 2
     assert any(data["parts"]["grpo"]["metrics"]["optimizer_steps"])
+    off_policy = data["parts"]["grpo"]["metrics"]["off_policy"]
+    assert off_policy["staleness"] == [0, 1] and off_policy["policy_version"] == [0, 0]
     launched = data["parts"]["launch"]["metrics"]
     assert launched["sft_lora"]["exit_code"] == launched["grpo_lora"]["exit_code"] == 0
     assert launched["sft_lora"]["metrics_rows"] == launched["grpo_lora"]["metrics_rows"] == 2
