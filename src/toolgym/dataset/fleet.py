@@ -78,7 +78,9 @@ class Reject(Exception):
 
 
 @dataclass
-class FleetImport:
+class TaskImport:
+    """What an import of a records file made: a task per good record, an error per bad one."""
+
     source: Path
     records: int = 0
     tasks: list[Task] = field(default_factory=list)
@@ -284,10 +286,10 @@ def record_to_task(record: Any, source: str, line: int) -> Task:
         raise Reject(str(first.get("msg")), field_path(first.get("loc", ())) or None) from exc
 
 
-def import_fleet_file(path: str | Path) -> FleetImport:
+def import_fleet_file(path: str | Path) -> TaskImport:
     """Every good record as a Task; every bad one as an error with file, line and field."""
     source = Path(path)
-    result = FleetImport(source=source)
+    result = TaskImport(source=source)
     seen: dict[str, int] = {}
     for line, record in iter_records(source):
         if isinstance(record, Reject):
@@ -312,22 +314,21 @@ def import_fleet_file(path: str | Path) -> FleetImport:
     return result
 
 
-def write_imported(out_dir: str | Path, kind: str, imported: list[Task], rejected: list[RecordError],
-                   source: Path, **manifest_fields: Any) -> dict[str, Path]:
+def write_imported(out_dir: str | Path, kind: str, result: TaskImport, **manifest_fields: Any) -> dict[str, Path]:
     """DIR/tasks.jsonl, DIR/errors.jsonl (one row per rejected record) and DIR/manifest.json of an import."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tasks_path, errors_path = out / "tasks.jsonl", out / "errors.jsonl"
-    write_jsonl(tasks_path, imported)
-    write_jsonl(errors_path, [asdict(e) for e in rejected])
-    manifest = write_manifest(out, kind, source_path=str(source), source_sha256=sha256_file(source),
+    write_jsonl(tasks_path, result.tasks)
+    write_jsonl(errors_path, [asdict(e) for e in result.errors])
+    manifest = write_manifest(out, kind, source_path=str(result.source), source_sha256=sha256_file(result.source),
                               tasks_sha256=sha256_file(tasks_path), **manifest_fields)
     return {"tasks": tasks_path, "errors": errors_path, "manifest": manifest}
 
 
-def write_import(result: FleetImport, out_dir: str | Path) -> dict[str, Path]:
+def write_import(result: TaskImport, out_dir: str | Path) -> dict[str, Path]:
     """A Fleet import's dataset folder, with counts per environment and the field aliases it accepted."""
     counts = {"records": result.records, "imported": len(result.tasks), "rejected": len(result.errors),
               "by_env": dict(sorted(Counter(t.env for t in result.tasks).items()))}
-    return write_imported(out_dir, "fleet_import", result.tasks, result.errors, result.source, counts=counts,
+    return write_imported(out_dir, "fleet_import", result, counts=counts,
                           field_aliases={k: list(v) for k, v in FIELD_ALIASES.items()})

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from toolgym.dataset.fleet import RecordError, Reject, iter_records, write_imported
+from toolgym.dataset.fleet import RecordError, Reject, TaskImport, iter_records, write_imported
 from toolgym.schema import AnswerContains, Task, ToolCall, ToolCalled, ToolNotCalled, UserScenario
 from toolgym.schema.checks import Check
 from toolgym.schema.jsonl import field_path
@@ -65,12 +65,10 @@ class TaskReport:
 
 
 @dataclass
-class Tau2Import:
-    source: Path
-    records: int = 0
-    tasks: list[Task] = field(default_factory=list)
+class Tau2Import(TaskImport):
+    """A tau2 import: also how each task was mapped, and the split file it read."""
+
     reports: list[TaskReport] = field(default_factory=list)
-    errors: list[RecordError] = field(default_factory=list)
     splits_file: Path | None = None
 
     def counts(self) -> dict[str, Any]:
@@ -377,7 +375,7 @@ def write_tau2_import(result: Tau2Import, out_dir: str | Path, write_tools: list
     """DIR/tasks.jsonl, DIR/errors.jsonl, and DIR/manifest.json with every task's mapping report."""
     db_check = ("each gold write action made (tool_called) and no other write tool called (tool_not_called)"
                 if write_tools is not None else "not checked: no write tools named")
-    return write_imported(out_dir, "tau2_import", result.tasks, result.errors, result.source,
+    return write_imported(out_dir, "tau2_import", result,
                           splits_path=str(result.splits_file) if result.splits_file else None,
                           write_tools=write_tools, db_check=db_check, counts=result.counts(),
                           tasks=[asdict(r) for r in result.reports])

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from types import ModuleType
+from typing import TypeVar
 
 from toolgym.envs.app import App
 from toolgym.envs.environment import Environment
+
+T = TypeVar("T")
 
 # name -> module path of the app (each module defines `APP`, an App instance)
 APP_MODULES: dict[str, str] = {
@@ -29,12 +34,19 @@ def app_names() -> list[str]:
     return list(APP_MODULES)
 
 
+def load_registered(modules: dict[str, str], loaded: dict[str, T], kind: str, name: str,
+                    build: Callable[[ModuleType], T]) -> T:
+    """`build(module)` of the module registered as `name`, imported on first use and kept in `loaded`,
+    so listing names stays cheap and an unknown name is an error that lists the known ones."""
+    if name not in modules:
+        raise KeyError(f"unknown {kind} {name!r}; known {kind}s: {', '.join(modules)}")
+    if name not in loaded:
+        loaded[name] = build(importlib.import_module(modules[name]))
+    return loaded[name]
+
+
 def get_app(name: str) -> App:
-    if name not in APP_MODULES:
-        raise KeyError(f"unknown app {name!r}; known apps: {', '.join(APP_MODULES)}")
-    if name not in _loaded:
-        _loaded[name] = importlib.import_module(APP_MODULES[name]).APP
-    return _loaded[name]
+    return load_registered(APP_MODULES, _loaded, "app", name, lambda module: module.APP)
 
 
 def make_env(name: str) -> Environment:

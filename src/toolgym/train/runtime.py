@@ -10,6 +10,7 @@ every step, so a 400-step SFT of the 4M-parameter default grew past 4 GB where f
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +28,31 @@ def cpu_seconds() -> float:
     """CPU time of this process (all threads): comparable across runs on a shared machine."""
     times = os.times()
     return times.user + times.system
+
+
+class RunClock:
+    """Wall and CPU seconds of a trainer call (from construction) and of its training loop, which adds
+    the time a resumed run's checkpoint recorded to this call's, so metrics count the whole run."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.cpu_started = cpu_seconds()
+        self.loop_started, self.loop_cpu_started = self.started, self.cpu_started
+        self.elapsed_before = self.cpu_before = 0.0
+
+    def start_loop(self, elapsed_before: float, cpu_before: float) -> None:
+        """The loop starts now, after `elapsed_before` wall and `cpu_before` CPU seconds of earlier calls."""
+        self.elapsed_before, self.cpu_before = elapsed_before, cpu_before
+        self.loop_started, self.loop_cpu_started = time.perf_counter(), cpu_seconds()
+
+    def loop_seconds(self) -> tuple[float, float]:
+        """(wall, CPU) seconds the run's training loop has taken, earlier calls included."""
+        return (self.elapsed_before + time.perf_counter() - self.loop_started,
+                self.cpu_before + cpu_seconds() - self.loop_cpu_started)
+
+    def call_seconds(self) -> tuple[float, float]:
+        """(wall, CPU) seconds since this call began: loading and building included."""
+        return time.perf_counter() - self.started, cpu_seconds() - self.cpu_started
 
 
 def resolve_device(device: str) -> str:

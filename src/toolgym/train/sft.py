@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import json
 import math
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,8 +61,8 @@ from toolgym.train.loss import nll_sum
 from toolgym.train.metrics import MetricsLog, check_trackers
 from toolgym.train.optim import build_optimizer, build_scheduler, warmup_steps_for
 from toolgym.train.runtime import (
+    RunClock,
     context_length,
-    cpu_seconds,
     load_model,
     load_tokenizer,
     resolve_device,
@@ -148,8 +147,7 @@ class _Trainer:
         self.console = console
         self.progress = progress
         self.out = Path(config.out)
-        self.started = time.perf_counter()
-        self.cpu_started = cpu_seconds()
+        self.clock = RunClock()
 
     def say(self, text: str) -> None:
         if self.console is not None and self.accelerator.is_main_process:
@@ -358,16 +356,15 @@ class _Trainer:
                  f"precision {accelerator.mixed_precision} · device {accelerator.device}"
                  + (f" · LoRA r={config.lora.rank} α={config.lora.alpha} on {','.join(config.lora.target_modules)}"
                     if config.lora.enabled else ""))
-        elapsed_before, cpu_before = float(state["elapsed_s"]), float(state["cpu_s"])
-        call_started, call_cpu = time.perf_counter(), cpu_seconds()
+        self.clock.start_loop(float(state["elapsed_s"]), float(state["cpu_s"]))
         first_loss = last_loss = None
         bar = _progress_bar(self.console, self.progress and accelerator.is_main_process)
         with bar:
             task = bar.add_task("sft", total=total, completed=resumed_from, loss="")
             for step in range(resumed_from, total):
                 row = self.train_step(step)
-                row["elapsed_s"] = round(elapsed_before + time.perf_counter() - call_started, 3)
-                row["cpu_s"] = round(cpu_before + cpu_seconds() - call_cpu, 3)
+                elapsed, cpu = self.clock.loop_seconds()
+                row["elapsed_s"], row["cpu_s"] = round(elapsed, 3), round(cpu, 3)
                 self.metrics.write(row)
                 first_loss = row["loss"] if first_loss is None else first_loss
                 last_loss = row["loss"]
@@ -378,8 +375,7 @@ class _Trainer:
                 if evaluating:
                     self.eval_and_track_best(state, step + 1)
                 if saving:
-                    state["elapsed_s"] = elapsed_before + time.perf_counter() - call_started
-                    state["cpu_s"] = cpu_before + cpu_seconds() - call_cpu
+                    state["elapsed_s"], state["cpu_s"] = self.clock.loop_seconds()
                     state["plan_fingerprint"] = self.fingerprint
                     state["total_steps"] = total
                     state[WORLD_SIZE_KEY] = accelerator.num_processes
@@ -400,13 +396,14 @@ class _Trainer:
 
             losses = [r["loss"] for r in read_metrics(self.out) if r.get("kind") == "train"]
             first_loss, last_loss = (losses[0], losses[-1]) if losses else (None, None)
+        seconds, cpu = self.clock.call_seconds()
         result = SFTResult(
             out_dir=str(self.out), steps=int(state["step"]), total_steps=total, final_dir=str(final_dir),
             best_dir=str(self.out / "best") if state.get("best_step") is not None else None,
             merged_dir=str(merged_dir) if merged_dir else None, best_step=state.get("best_step"),
             best_eval_loss=state.get("best_eval_loss"), first_loss=first_loss, last_loss=last_loss,
             train_samples=len(self.train), eval_samples=len(self.eval), resumed_from_step=resumed_from,
-            seconds=time.perf_counter() - self.started, cpu_seconds=cpu_seconds() - self.cpu_started,
+            seconds=seconds, cpu_seconds=cpu,
             data=self.data_report.to_dict(),
         )
         if accelerator.is_main_process:

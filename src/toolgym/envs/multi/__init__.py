@@ -2,9 +2,10 @@
 
 A composition is named by its apps joined with '+' ("mail+drive"); `make_env` builds that name into
 one Environment whose tools are the union of the apps' tools (no two apps may define the same tool
-name) and whose diff names tables 'app.table'. Each module here defines one composition
-(`COMPOSITION`) and its task families; every family's verifier checks each composed app: a
-`diff_only` over all apps' changes plus row checks on the rows each app should hold.
+name) and whose diff names tables 'app.table'. Each module here defines the task
+families (`FAMILIES`) of one composition, whose apps are the parts of its name; every family's
+verifier checks each composed app: a `diff_only` over all apps' changes plus row checks on the rows
+each app should hold.
 
 Splits: a composition that contains a held-out environment (e.g. `mail`) is held out as a whole
 (`heldout_env`), since its tasks would otherwise teach that app's tools in training; the others are
@@ -13,11 +14,10 @@ split like single apps (train / heldout_tasks by a hash of the task id).
 
 from __future__ import annotations
 
-import importlib
-
 from toolgym.envs.multi.base import Composition, MultiTaskFamily, Unusable, Worlds
+from toolgym.envs.registry import load_registered
 
-# environment name -> module defining `COMPOSITION`, in build order
+# environment name -> module defining the composition's `FAMILIES`, in build order
 COMPOSITION_MODULES: dict[str, str] = {
     "mail+drive": "toolgym.envs.multi.mail_drive",
     "mail+maps": "toolgym.envs.multi.mail_maps",
@@ -32,14 +32,8 @@ def composition_names() -> list[str]:
 
 
 def get_composition(name: str) -> Composition:
-    if name not in COMPOSITION_MODULES:
-        raise KeyError(f"unknown composition {name!r}; known compositions: {', '.join(COMPOSITION_MODULES)}")
-    if name not in _loaded:
-        composition = importlib.import_module(COMPOSITION_MODULES[name]).COMPOSITION
-        if composition.name != name:
-            raise ValueError(f"{COMPOSITION_MODULES[name]} defines composition {composition.name!r}, not {name!r}")
-        _loaded[name] = composition
-    return _loaded[name]
+    return load_registered(COMPOSITION_MODULES, _loaded, "composition", name,
+                           lambda module: Composition(tuple(name.split("+")), module.FAMILIES))
 
 
 __all__ = [

@@ -61,7 +61,6 @@ class Composition:
     """Apps joined over the shared population, with the task families that need all of them."""
 
     apps: tuple[str, ...]
-    description: str
     families: tuple[MultiTaskFamily, ...]
 
     @property

@@ -17,7 +17,6 @@ from toolgym.envs import kit
 from toolgym.envs.app import TaskDraft
 from toolgym.envs.kit.row_checks import field_is, has_row, inserted, only
 from toolgym.envs.multi.base import (
-    Composition,
     MultiTaskFamily,
     Scratch,
     Unusable,
@@ -326,11 +325,4 @@ FAMILIES: tuple[MultiTaskFamily, ...] = (
     MultiTaskFamily("share_file_with_meeting_attendees", "search_choose_write", share_with_attendees),
     MultiTaskFamily("email_owner_for_edit_access", "write", request_edit_access),
     MultiTaskFamily("share_or_ask_impossible", "impossible", share_or_ask_impossible),
-)
-
-
-COMPOSITION = Composition(
-    apps=("mail", "drive"),
-    description="One person's mailbox and Drive: mail senders and meeting attendees are Drive users.",
-    families=FAMILIES,
 )

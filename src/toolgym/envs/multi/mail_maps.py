@@ -19,7 +19,6 @@ from toolgym.envs import kit
 from toolgym.envs.app import TaskDraft
 from toolgym.envs.kit.row_checks import field_is, has_row, inserted, only, updated
 from toolgym.envs.multi.base import (
-    Composition,
     MultiTaskFamily,
     Scratch,
     Unusable,
@@ -328,11 +327,4 @@ FAMILIES: tuple[MultiTaskFamily, ...] = (
     MultiTaskFamily("meal_near_meeting_room", "search_choose_write", meal_after_meeting),
     MultiTaskFamily("first_in_person_meeting_commute", "context", first_meeting_commute),
     MultiTaskFamily("travel_plan_impossible", "impossible", travel_impossible),
-)
-
-
-COMPOSITION = Composition(
-    apps=("mail", "maps"),
-    description="Calendar meetings in office rooms the map knows, and each person's home and workplace.",
-    families=FAMILIES,
 )

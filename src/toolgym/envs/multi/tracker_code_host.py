@@ -19,7 +19,6 @@ from toolgym.envs.app import TaskDraft
 from toolgym.envs.apps.tracker.data import FIRST_TODAY
 from toolgym.envs.kit.row_checks import field_is, has_row, inserted, only, updated
 from toolgym.envs.multi.base import (
-    Composition,
     MultiTaskFamily,
     Scratch,
     Unusable,
@@ -331,11 +330,4 @@ FAMILIES: tuple[MultiTaskFamily, ...] = (
     MultiTaskFamily("merge_and_close_impossible", "impossible", merge_and_close_impossible),
     MultiTaskFamily("linked_pull_request_status", "lookup", pull_request_status),
     MultiTaskFamily("code_host_issue_to_ticket", "multi_step", issue_to_ticket),
-)
-
-
-COMPOSITION = Composition(
-    apps=("tracker", "code_host"),
-    description="Tickets linked to pull requests of the projects' repositories, over the same engineers.",
-    families=FAMILIES,
 )

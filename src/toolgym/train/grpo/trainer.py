@@ -61,7 +61,7 @@ from toolgym.train.grpo.update import policy_update
 from toolgym.train.loss import supervised_logits
 from toolgym.train.metrics import MetricsLog
 from toolgym.train.optim import build_optimizer, build_scheduler
-from toolgym.train.runtime import cpu_seconds, resolve_device, resolve_precision
+from toolgym.train.runtime import RunClock, resolve_device, resolve_precision
 
 __all__ = ["GRPOError", "GRPOResult", "load_model_for_grpo", "rollout_metrics", "run_grpo"]
 
@@ -82,8 +82,7 @@ class _Run:
         self.env_factory = env_factory
         self.reward_fn = reward_fn
         self.out = Path(config.out)
-        self.started = time.perf_counter()
-        self.cpu_started = cpu_seconds()
+        self.clock = RunClock()
         self.prefetch: RolloutPrefetch | None = None
 
     def say(self, text: str) -> None:
@@ -349,8 +348,7 @@ class _Run:
                  f"precision {self.accelerator.mixed_precision} · "
                  + (f"LoRA r={config.lora.rank}" if config.lora.enabled else "full weights")
                  + (" · off-policy rollouts" if config.off_policy.enabled else ""))
-        elapsed_before, cpu_before = float(state.get("elapsed_s", 0.0)), float(state.get("cpu_s", 0.0))
-        call_started, call_cpu = time.perf_counter(), cpu_seconds()
+        self.clock.start_loop(float(state.get("elapsed_s", 0.0)), float(state.get("cpu_s", 0.0)))
         success_rates: list[float] = []
         try:
             if config.eval.enabled and self.eval_tasks and resumed_from == 0 and "0" not in state.get("evals", {}):
@@ -359,8 +357,8 @@ class _Run:
                 task = bar.add_task("grpo", total=total, completed=resumed_from, stats="")
                 for step in range(resumed_from, total):
                     row = self.train_step(step, state)
-                    row["elapsed_s"] = round(elapsed_before + time.perf_counter() - call_started, 3)
-                    row["cpu_s"] = round(cpu_before + cpu_seconds() - call_cpu, 3)
+                    elapsed, cpu = self.clock.loop_seconds()
+                    row["elapsed_s"], row["cpu_s"] = round(elapsed, 3), round(cpu, 3)
                     self.metrics.write(row)
                     check_all_errored(row, state, config.monitor, self.say)
                     if row["success_rate"] is not None:
@@ -370,8 +368,7 @@ class _Run:
                     if config.eval.enabled and self.eval_tasks and (done or (every and (step + 1) % every == 0)):
                         self.evaluate(step + 1, state)
                     if done or (step + 1) % config.checkpoint.save_every == 0:
-                        self.save(step + 1, state, elapsed_before + time.perf_counter() - call_started,
-                                  cpu_before + cpu_seconds() - call_cpu)
+                        self.save(step + 1, state, *self.clock.loop_seconds())
                     state["step"] = step + 1
                     bar.update(task, advance=1, stats=stats_text(row))
             final_dir = export_on_main(self.accelerator, self.model, self.tokenizer, self.config.model,
@@ -381,6 +378,7 @@ class _Run:
                 self.prefetch.close()
             self.pool.close()
             asyncio.run(self.policy.close())
+        seconds, cpu = self.clock.call_seconds()
         result = GRPOResult(
             out_dir=str(self.out), steps=int(state["step"]), total_steps=total, resumed_from_step=resumed_from,
             final_dir=str(final_dir), base_model=str(Path(config.model).resolve()), lora=config.lora.enabled,
@@ -388,7 +386,7 @@ class _Run:
             evals={int(k): v for k, v in state.get("evals", {}).items()},
             first_success_rate=success_rates[0] if success_rates else None,
             last_success_rate=success_rates[-1] if success_rates else None,
-            seconds=time.perf_counter() - self.started, cpu_seconds=cpu_seconds() - self.cpu_started)
+            seconds=seconds, cpu_seconds=cpu)
         if self.accelerator.is_main_process:
             write_manifest(self.out, "grpo", status="complete", result=asdict(result), **self.manifest_fields())
         self.accelerator.end_training()

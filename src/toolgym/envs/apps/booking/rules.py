@@ -10,9 +10,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Protocol
 
-CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # 32 symbols, no 0/O or 1/I look-alikes
-_CODE_BITS = 25  # 5 symbols of 5 bits
-_CODE_MASK = (1 << _CODE_BITS) - 1
+from toolgym.envs.kit.codes import scrambled_symbols
+
 MAX_NIGHTS = 14
 MAX_PASSENGERS = 9
 
@@ -24,17 +23,10 @@ class Source(Protocol):
 def confirmation_code(prefix: str, rowid: int) -> str:
     """'F' + 5 symbols for flight bookings, 'H' + 5 for hotel reservations, derived from the rowid.
 
-    Odd multipliers and xor-shifts are each invertible on 25 bits, so distinct rowids never share a code.
+    The scrambling is invertible on 25 bits, so distinct rowids never share a code.
     """
-    value = (rowid * 0x9E3779 + ord(prefix) * 0x1F123B) & _CODE_MASK
-    value ^= value >> 13
-    value = (value * 0x5BD1E9) & _CODE_MASK
-    value ^= value >> 11
-    symbols = []
-    for _ in range(5):
-        value, digit = divmod(value, 32)
-        symbols.append(CODE_ALPHABET[digit])
-    return prefix + "".join(reversed(symbols))
+    start = rowid * 0x9E3779 + ord(prefix) * 0x1F123B
+    return prefix + scrambled_symbols(start, 5, 0x5BD1E9, (13, 11))
 
 
 def stay_nights(check_in: str, check_out: str) -> list[str]:

@@ -8,6 +8,8 @@ be ambiguous (a tie) is rejected rather than guessed.
 
 from __future__ import annotations
 
+import datetime as dt
+import random
 from typing import Any
 
 from toolgym.envs import World, kit
@@ -35,6 +37,13 @@ def route_days(world: World, min_flights: int = 2) -> list[dict[str, Any]]:
     return world.query(
         "SELECT origin, destination, date, COUNT(*) AS n FROM flights GROUP BY origin, destination, date "
         "HAVING COUNT(*) >= ? ORDER BY origin, destination, date", (min_flights,))
+
+
+def route_day_ahead(rng: random.Random, world: World) -> tuple[dict[str, Any], dt.date] | None:
+    """A route and day with a choice of flights, and a CURRENT_DATE before that day (None when none fits)."""
+    group = rng.choice(route_days(world))
+    today = kit.today_before(rng, kit.day_of(group["date"]))
+    return (group, today) if today is not None else None
 
 
 def flights_on(world: World, origin: str, destination: str, date: str) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from toolgym.envs.apps.booking.task_common import (
     flight_booking_checks,
     flights_on,
     next_code,
+    route_day_ahead,
     route_days,
 )
 from toolgym.envs.context import resolve_date
@@ -24,11 +25,10 @@ EARLIEST_LOOKUP = TEXTS["EARLIEST_LOOKUP"]
 
 def fare_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     """Look up the cheapest or the earliest flight of a route and day, and answer with its facts."""
-    groups = route_days(world)
-    group = rng.choice(groups)
-    today = kit.today_before(rng, kit.day_of(group["date"]))
-    if today is None:
+    picked = route_day_ahead(rng, world)
+    if picked is None:
         return None
+    group, today = picked
     flights = flights_on(world, group["origin"], group["destination"], group["date"])
     names = city_names(world)
     cheapest = rng.random() < 0.5
@@ -72,12 +72,10 @@ def _party(passengers: int) -> tuple[str, str]:
 
 def book_cheapest_flight(rng: random.Random, world: World) -> TaskDraft | None:
     """Search a route and day, pick the cheapest flight with enough seats, book it."""
-    groups = route_days(world)
-    group = rng.choice(groups)
-    day = kit.day_of(group["date"])
-    today = kit.today_before(rng, day)
-    if today is None:
+    picked = route_day_ahead(rng, world)
+    if picked is None:
         return None
+    group, today = picked
     passengers = rng.choices([1, 2, 3], weights=[5, 3, 2])[0]
     refundable = rng.random() < 0.25
     flights = flights_on(world, group["origin"], group["destination"], group["date"])

@@ -13,23 +13,7 @@ from toolgym.envs.kit.row_checks import field_is, has_row, inserted, only
 
 TEXTS = kit.module_texts(__file__)
 
-HOTEL_FACTS = {
-    ("rating", "price"): (
-        "How well is {hotel} in {city} rated by guests, and what's its cheapest nightly rate?",
-        "For {hotel} in {city}: guest rating and lowest price per night, please.",
-        "What does the cheapest room at {hotel} ({city}) cost per night, and what's the hotel's guest rating?",
-    ),
-    ("rating", "address"): (
-        "What's the guest rating of {hotel} in {city}, and what's its street address?",
-        "I'm considering {hotel} in {city}. Where exactly is it, and how do guests rate it?",
-        "Give me the address and the guest score of the {city} hotel {hotel}.",
-    ),
-    ("price", "address"): (
-        "What's the address of {hotel} in {city}, and how much is its cheapest room per night?",
-        "Before I book {hotel} ({city}): what's the lowest nightly price and where is it located?",
-        "{city} trip: find {hotel} and tell me its cheapest rate per night and its address.",
-    ),
-}
+HOTEL_FACTS = {tuple(key.split()): value for key, value in TEXTS["HOTEL_FACTS"].items()}
 
 
 def hotel_rooms(world: World, hotel_id: int) -> list[dict[str, Any]]:
@@ -231,20 +215,8 @@ def hotel_full_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     )
 
 
-REVIEW_OPENINGS = {
-    5: ("Wonderful stay.", "Absolutely loved it.", "Best hotel of our trip."),
-    4: ("Very good stay.", "Really nice hotel.", "Would happily come back."),
-    3: ("It was okay.", "Average overall.", "Mixed feelings."),
-    2: ("Disappointing.", "Not great.", "Expected more."),
-    1: ("Terrible experience.", "Would not recommend.", "Never again."),
-}
-REVIEW_DETAILS = {
-    5: ("The staff went out of their way for us", "Spotless room and a great breakfast", "Perfect location"),
-    4: ("Comfortable bed and quick check-in", "Friendly staff, small bathroom", "Good breakfast and quiet room"),
-    3: ("Clean but noisy at night", "Fine location, tired furniture", "Slow wifi but helpful front desk"),
-    2: ("Room smelled of smoke", "Check-in took almost an hour", "Air conditioning barely worked"),
-    1: ("Dirty sheets and rude staff", "They lost our reservation at first", "Broken shower the whole stay"),
-}
+REVIEW_OPENINGS = {int(key): value for key, value in TEXTS["REVIEW_OPENINGS"].items()}
+REVIEW_DETAILS = {int(key): value for key, value in TEXTS["REVIEW_DETAILS"].items()}
 REVIEW = TEXTS["REVIEW"]
 
 

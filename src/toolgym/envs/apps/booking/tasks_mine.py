@@ -49,38 +49,7 @@ def _pick_upcoming(
     return booking, today
 
 
-TRIP_QUESTIONS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
-    ("flight", "when"): (("date", "depart_time"), (
-        "When does my upcoming flight to {city} leave?",
-        "What day and time is my flight to {city}?",
-        "Remind me when I fly to {city}: date and departure time.",
-    )),
-    ("flight", "code"): (("code",), (
-        "What's the confirmation code for my flight to {city}?",
-        "I need the booking reference of my upcoming {city} flight.",
-        "Look up my flight to {city} and give me its confirmation code.",
-    )),
-    ("flight", "number"): (("flight_number", "depart_time"), (
-        "Which flight am I on to {city}, and what time does it depart?",
-        "Flight number and departure time of my {city} flight, please.",
-        "I forgot my flight details for {city}. What's the flight number and when does it leave?",
-    )),
-    ("hotel", "dates"): (("check_in", "check_out"), (
-        "When do I check in and out of my hotel in {city}?",
-        "What are the dates of my upcoming hotel stay in {city}?",
-        "Remind me of my {city} hotel dates: check-in and check-out.",
-    )),
-    ("hotel", "code"): (("hotel", "code"), (
-        "Which hotel am I booked at in {city}, and what's the confirmation code?",
-        "Give me the hotel name and booking code of my upcoming stay in {city}.",
-        "I need my {city} hotel reservation details: which hotel, and the confirmation code.",
-    )),
-    ("hotel", "price"): (("total_price",), (
-        "How much am I paying in total for my hotel in {city}?",
-        "What's the total price of my upcoming {city} hotel reservation?",
-        "Remind me what my stay in {city} costs altogether.",
-    )),
-}
+TRIP_QUESTIONS = {tuple(key.split()): value for key, value in TEXTS["TRIP_QUESTIONS"].items()}
 
 
 def my_trip_lookup(rng: random.Random, world: World) -> TaskDraft | None:

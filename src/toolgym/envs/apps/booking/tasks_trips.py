@@ -13,7 +13,7 @@ from toolgym.envs.apps.booking.task_common import (
     flights_on,
     hotel_booking_checks,
     next_code,
-    route_days,
+    route_day_ahead,
 )
 from toolgym.envs.apps.booking.tasks_hotels import cheapest_stay
 
@@ -24,12 +24,10 @@ TRIP_BUDGET = TEXTS["TRIP_BUDGET"]
 
 def trip_within_budget(rng: random.Random, world: World) -> TaskDraft | None:
     """Cheapest flight, then the best-rated hotel whose cheapest free room keeps the trip within budget."""
-    groups = route_days(world)
-    group = rng.choice(groups)
-    day = kit.day_of(group["date"])
-    today = kit.today_before(rng, day)
-    if today is None:
+    picked = route_day_ahead(rng, world)
+    if picked is None:
         return None
+    group, today = picked
     people = rng.choices([1, 2], weights=[3, 2])[0]
     nights = rng.randint(2, 4)
     flight = kit.unique_best([f for f in flights_on(world, group["origin"], group["destination"], group["date"])
@@ -38,7 +36,7 @@ def trip_within_budget(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     city = world.one("SELECT id, name FROM cities WHERE airport_code=?", (group["destination"],))
     assert city is not None
-    check_out = kit.iso(day + dt.timedelta(days=nights))
+    check_out = kit.iso(kit.day_of(group["date"]) + dt.timedelta(days=nights))
     offers = cheapest_stay(world, city["id"], group["date"], check_out, people)
     fare = flight["price"] * people
     totals = [fare + o["room"]["price_per_night"] * nights for o in offers]

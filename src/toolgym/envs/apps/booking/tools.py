@@ -20,6 +20,8 @@ from toolgym.envs.apps.booking.rules import (
     free_rooms,
     stay_total,
 )
+from toolgym.envs.kit.lookups import row_by_id
+from toolgym.envs.kit.payments import listed_payment_methods
 
 MAX_RESULTS = 20
 
@@ -85,6 +87,25 @@ def _my_card(ctx: ToolContext, me: dict[str, Any], payment_method_id: int | None
         not_found="no payment method {id} belongs to you; see list_my_payment_methods")["id"])
 
 
+def _flight(ctx: ToolContext, flight_id: int) -> dict[str, Any]:
+    """The flights row of a flight_id argument; the error points to search_flights."""
+    return row_by_id(ctx, "SELECT * FROM flights WHERE id=?", "flight_id", flight_id, "flight",
+                     "use search_flights to find one")
+
+
+def _hotel(ctx: ToolContext, sql: str, hotel_id: int) -> dict[str, Any]:
+    """The hotel `sql` finds for a hotel_id argument; the error points to search_hotels."""
+    return row_by_id(ctx, sql, "hotel_id", hotel_id, "hotel", "use search_hotels to find one")
+
+
+def _new_booking(ctx: ToolContext, me: dict[str, Any], payment_method_id: int | None, table: str,
+                 prefix: str) -> tuple[int, str, int]:
+    """The rowid and confirmation code of the booking about to be added to `table`, and the card it charges."""
+    card = _my_card(ctx, me, payment_method_id)
+    rowid = kit.next_id(ctx, table)
+    return rowid, confirmation_code(prefix, rowid), card
+
+
 @tool
 def list_cities(ctx: ToolContext) -> list[dict[str, Any]]:
     """List the cities the app serves, with their airport codes and number of hotels."""
@@ -141,9 +162,7 @@ def get_flight(ctx: ToolContext, flight_id: int) -> dict:
     Args:
         flight_id: The flight_id from search_flights.
     """
-    row = ctx.one("SELECT * FROM flights WHERE id=?", (flight_id,))
-    if row is None:
-        raise ToolError(f"argument 'flight_id': no flight with id {flight_id}; use search_flights to find one")
+    row = _flight(ctx, flight_id)
     names = {r["airport_code"]: r["name"] for r in ctx.query("SELECT name, airport_code FROM cities ORDER BY id")}
     return {**_flight_view(row), "origin_city": names[row["origin"]], "destination_city": names[row["destination"]],
             "duration_min": row["duration_min"]}
@@ -164,9 +183,7 @@ def book_flight(
     """
     me = _me(ctx)
     _positive("passengers", passengers, MAX_PASSENGERS)
-    flight = ctx.one("SELECT * FROM flights WHERE id=?", (flight_id,))
-    if flight is None:
-        raise ToolError(f"argument 'flight_id': no flight with id {flight_id}; use search_flights to find one")
+    flight = _flight(ctx, flight_id)
     if flight["date"] < ctx.env.today.isoformat():
         raise ToolError(f"flight {flight['flight_number']} left on {flight['date']}; only future flights can be booked")
     if flight["seats_left"] < passengers:
@@ -174,9 +191,7 @@ def book_flight(
             f"flight {flight['flight_number']} on {flight['date']} has {flight['seats_left']} seat(s) left; "
             f"{passengers} requested"
         )
-    card = _my_card(ctx, me, payment_method_id)
-    rowid = kit.next_id(ctx, "flight_bookings")
-    code = confirmation_code("F", rowid)
+    rowid, code, card = _new_booking(ctx, me, payment_method_id, "flight_bookings", "F")
     total = flight_total(flight["price"], flight["refundable_price"], passengers, refundable)
     ctx.db.execute(
         "INSERT INTO flight_bookings(id, code, user_id, flight_id, passengers, refundable, total_price, "
@@ -263,10 +278,8 @@ def get_hotel(ctx: ToolContext, hotel_id: int, check_in: str | None = None, chec
         check_in: Optional arrival date, to see availability.
         check_out: Optional departure date, to see availability.
     """
-    hotel = ctx.one(
-        "SELECT h.*, c.name AS city FROM hotels h JOIN cities c ON c.id = h.city_id WHERE h.id=?", (hotel_id,))
-    if hotel is None:
-        raise ToolError(f"argument 'hotel_id': no hotel with id {hotel_id}; use search_hotels to find one")
+    hotel = _hotel(ctx, "SELECT h.*, c.name AS city FROM hotels h JOIN cities c ON c.id = h.city_id WHERE h.id=?",
+                   hotel_id)
     if (check_in is None) != (check_out is None):
         raise ToolError("give both 'check_in' and 'check_out', or neither")
     stay = _stay(ctx, check_in, check_out) if check_in is not None and check_out is not None else None
@@ -311,9 +324,7 @@ def book_hotel(
         payment_method_id: One of your payment methods; default: your default payment method.
     """
     me = _me(ctx)
-    hotel = ctx.one("SELECT * FROM hotels WHERE id=?", (hotel_id,))
-    if hotel is None:
-        raise ToolError(f"argument 'hotel_id': no hotel with id {hotel_id}; use search_hotels to find one")
+    hotel = _hotel(ctx, "SELECT * FROM hotels WHERE id=?", hotel_id)
     room = ctx.one("SELECT * FROM room_types WHERE id=? AND hotel_id=?", (room_type_id, hotel_id))
     if room is None:
         raise ToolError(
@@ -326,9 +337,7 @@ def book_hotel(
         raise ToolError(f"a {room['name']} holds at most {room['max_guests']} guest(s); {guests} requested")
     if free_rooms(ctx, room_type_id, room["total_rooms"], start, end) < 1:
         raise ToolError(f"no {room['name']} is free at {hotel['name']} for every night from {start} to {end}")
-    card = _my_card(ctx, me, payment_method_id)
-    rowid = kit.next_id(ctx, "hotel_reservations")
-    code = confirmation_code("H", rowid)
+    rowid, code, card = _new_booking(ctx, me, payment_method_id, "hotel_reservations", "H")
     total = stay_total(room["price_per_night"], room["refundable_price_per_night"], nights, refundable)
     ctx.db.execute(
         "INSERT INTO hotel_reservations(id, code, user_id, hotel_id, room_type_id, check_in, check_out, nights, "
@@ -353,9 +362,7 @@ def review_hotel(ctx: ToolContext, hotel_id: int, rating: int, comment: str) -> 
         comment: The review text, 3-500 characters.
     """
     me = _me(ctx)
-    hotel = ctx.one("SELECT id, name FROM hotels WHERE id=?", (hotel_id,))
-    if hotel is None:
-        raise ToolError(f"argument 'hotel_id': no hotel with id {hotel_id}")
+    hotel = row_by_id(ctx, "SELECT id, name FROM hotels WHERE id=?", "hotel_id", hotel_id, "hotel")
     if not 1 <= rating <= 5:
         raise ToolError(f"argument 'rating' must be between 1 and 5; got {rating}")
     text = comment.strip()
@@ -469,12 +476,7 @@ def cancel_booking(ctx: ToolContext, code: str) -> dict:
 @tool
 def list_my_payment_methods(ctx: ToolContext) -> list[dict[str, Any]]:
     """List the logged-in user's payment methods; bookings use the default one unless told otherwise."""
-    me = _me(ctx)
-    rows = ctx.query(
-        "SELECT id AS payment_method_id, kind, last4, expires, is_default FROM payment_methods WHERE user_id=? "
-        "ORDER BY is_default DESC, id", (me["id"],))
-    today = ctx.env.today.isoformat()[:7]
-    return [{**r, "is_default": bool(r["is_default"]), "expired": r["expires"] < today} for r in rows]
+    return listed_payment_methods(ctx, ("user_id", _me(ctx)["id"]))
 
 
 TOOLS = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 import sqlite3
+from dataclasses import dataclass, field
 
 from faker import Faker
 
@@ -144,16 +145,16 @@ def _seed_repo(
         )
 
     day = dt.date(2026, 1, 5) + dt.timedelta(days=rng.randint(0, 40))
-    titles: set[str] = set()
+    repo = _Repo(
+        db, rng, repo_id, branch, label_ids, milestone_ids, writers, members,
+        author_pool=members + (outsiders[:30] if public else []),
+    )
     for number in range(1, rng.randint(10, 18) + 1):
         day += dt.timedelta(days=rng.randint(1, 3))
-        author_pool = members + (outsiders[:30] if public else [])
         if rng.random() < 0.66:
-            _seed_issue(
-                db, rng, repo_id, number, day, titles, label_ids, milestone_ids, writers, members, author_pool
-            )
+            _seed_issue(repo, number, day)
         else:
-            _seed_pull_request(db, rng, repo_id, number, day, titles, branch, writers, author_pool)
+            _seed_pull_request(repo, number, day)
 
 
 def _unique_title(rng: random.Random, templates: list[str], titles: set[str]) -> str:
@@ -165,74 +166,70 @@ def _unique_title(rng: random.Random, templates: list[str], titles: set[str]) ->
     raise RuntimeError("could not draw a unique title")  # never happens with these word lists
 
 
-def _seed_issue(
-    db: sqlite3.Connection,
-    rng: random.Random,
-    repo_id: int,
-    number: int,
-    day: dt.date,
-    titles: set[str],
-    label_ids: dict[str, int],
-    milestone_ids: list[int],
-    writers: list[str],
-    members: list[str],
-    author_pool: list[str],
-) -> None:
+@dataclass
+class _Repo:
+    """A repository being seeded: what its issues and pull requests draw from, and the titles taken so far."""
+
+    db: sqlite3.Connection
+    rng: random.Random
+    id: int
+    branch: str
+    label_ids: dict[str, int]
+    milestone_ids: list[int]
+    writers: list[str]
+    members: list[str]
+    author_pool: list[str]
+    titles: set[str] = field(default_factory=set)
+
+
+def _seed_issue(repo: _Repo, number: int, day: dt.date) -> None:
+    db, rng = repo.db, repo.rng
     kinds = [
         k
         for k in ["bug", "enhancement", "documentation", "question", "performance", "security"]
-        if k in label_ids
+        if k in repo.label_ids
     ]
     kind = rng.choices(kinds, weights=[{"bug": 40, "enhancement": 28}.get(k, 9) for k in kinds])[0]
-    title = _unique_title(rng, TEMPLATES[kind], titles)
+    title = _unique_title(rng, TEMPLATES[kind], repo.titles)
     closed = rng.random() < 0.3
     closed_at = kit.iso(day + dt.timedelta(days=rng.randint(2, 20))) if closed else None
     issue_id = db.execute(
         "INSERT INTO issues(repo_id, number, title, body, state, author, assignee, milestone_id, created_at, "
         "closed_at, closed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            repo_id,
+            repo.id,
             number,
             title,
             rng.choice(ISSUE_BODIES),
             "closed" if closed else "open",
-            rng.choice(author_pool),
-            rng.choice(writers) if rng.random() < 0.5 else None,
-            rng.choice(milestone_ids) if milestone_ids and rng.random() < 0.4 else None,
+            rng.choice(repo.author_pool),
+            rng.choice(repo.writers) if rng.random() < 0.5 else None,
+            rng.choice(repo.milestone_ids) if repo.milestone_ids and rng.random() < 0.4 else None,
             kit.iso(day),
             closed_at,
-            rng.choice(writers) if closed else None,
+            rng.choice(repo.writers) if closed else None,
         ),
     ).lastrowid
     labels = [kind] + [extra for extra in ("good first issue", "help wanted") if rng.random() < 0.15]
     for label in labels:
-        db.execute("INSERT INTO issue_labels(issue_id, label_id) VALUES (?, ?)", (issue_id, label_ids[label]))
+        db.execute("INSERT INTO issue_labels(issue_id, label_id) VALUES (?, ?)", (issue_id, repo.label_ids[label]))
     when = day
     for _ in range(rng.choice([0, 0, 1, 1, 2, 3])):
         when += dt.timedelta(days=rng.randint(0, 4))
         db.execute(
             "INSERT INTO comments(issue_id, author, body, created_at) VALUES (?, ?, ?, ?)",
-            (issue_id, rng.choice(author_pool + members), rng.choice(COMMENT_BODIES), kit.iso(when)),
+            (issue_id, rng.choice(repo.author_pool + repo.members), rng.choice(COMMENT_BODIES), kit.iso(when)),
         )
 
 
-def _seed_pull_request(
-    db: sqlite3.Connection,
-    rng: random.Random,
-    repo_id: int,
-    number: int,
-    day: dt.date,
-    titles: set[str],
-    branch: str,
-    writers: list[str],
-    author_pool: list[str],
-) -> None:
+def _seed_pull_request(repo: _Repo, number: int, day: dt.date) -> None:
+    db, rng = repo.db, repo.rng
     prefix, template = rng.choice(PR_TEMPLATES)
-    title = _unique_title(rng, [template], titles)
-    author = rng.choice(writers) if rng.random() < 0.75 else rng.choice(author_pool)
+    title = _unique_title(rng, [template], repo.titles)
+    author = rng.choice(repo.writers) if rng.random() < 0.75 else rng.choice(repo.author_pool)
     state = rng.choices(["open", "merged", "closed"], weights=[60, 30, 10])[0]
     passing = True if state == "merged" else rng.random() < 0.62
-    reviewers = [w for w in writers if w != author]
+    reviewers = [w for w in repo.writers if w != author]
     review_states: list[str] = []
     for _ in range(min(len(reviewers), rng.choice([0, 1, 1, 2]))):
         review_states.append(
@@ -247,12 +244,12 @@ def _seed_pull_request(
         "INSERT INTO pull_requests(repo_id, number, title, body, head_branch, base_branch, state, author, ci_status, "
         "created_at, merged_at, merged_by, merge_method) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            repo_id,
+            repo.id,
             number,
             title,
             f"This PR: {title[0].lower() + title[1:]}.",
             f"{prefix}/{_slug(title)}",
-            branch,
+            repo.branch,
             state,
             author,
             "passing" if passing else "failing",

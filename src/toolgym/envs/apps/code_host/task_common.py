@@ -11,6 +11,7 @@ import random
 from typing import Any
 
 from toolgym.envs import World, kit
+from toolgym.envs.kit.members import members_with
 from toolgym.envs.kit.row_checks import field_is, only, updated
 from toolgym.schema import Check
 
@@ -37,14 +38,7 @@ def all_repos(world: World) -> list[dict[str, Any]]:
 def members(
     world: World, repo_id: int, permissions: tuple[str, ...] = ("read", "write", "admin")
 ) -> list[str]:
-    marks = ",".join("?" * len(permissions))
-    return [
-        r["username"]
-        for r in world.query(
-            f"SELECT username FROM collaborators WHERE repo_id=? AND permission IN ({marks}) ORDER BY username",
-            (repo_id, *permissions),
-        )
-    ]
+    return members_with(world, "collaborators", ("repo_id", repo_id), "permission", permissions)
 
 
 def open_issues(world: World, repo_id: int) -> list[dict[str, Any]]:
@@ -62,15 +56,6 @@ def open_issues_with_label(world: World, repo_id: int, label: str) -> list[dict[
         "WHERE i.repo_id=? AND i.state='open' AND l.name=? ORDER BY i.created_at, i.id",
         (repo_id, label),
     )
-
-
-def approvers(world: World, pr_id: int) -> list[str]:
-    latest: dict[str, str] = {}
-    for row in world.query(
-        "SELECT reviewer, state FROM reviews WHERE pr_id=? AND state != 'commented' ORDER BY id", (pr_id,)
-    ):
-        latest[row["reviewer"]] = row["state"]
-    return sorted(r for r, s in latest.items() if s == "approved")
 
 
 def fresh_reviewers(world: World, pr: dict[str, Any]) -> list[str]:

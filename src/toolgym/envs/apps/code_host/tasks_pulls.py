@@ -6,13 +6,13 @@ import random
 from typing import Any
 
 from toolgym.envs import TaskDraft, World, kit
+from toolgym.envs.apps.code_host.rules import approvals_of
 from toolgym.envs.apps.code_host.task_common import (
     CHANGES_TEXTS,
     FIRST_TODAY,
     METHOD_PHRASES,
     WRITE,
     all_repos,
-    approvers,
     env_on_a_day,
     fresh_reviewers,
     full_name,
@@ -202,7 +202,7 @@ def merge_ready_prs(rng: random.Random, world: World) -> TaskDraft | None:
     prs = world.query(
         "SELECT * FROM pull_requests WHERE repo_id=? AND state='open' ORDER BY number", (repo["id"],)
     )
-    ready = [p for p in prs if p["ci_status"] == "passing" and approvers(world, p["id"])]
+    ready = [p for p in prs if p["ci_status"] == "passing" and approvals_of(world, p["id"])]
     if not ready or len(ready) == len(prs) or len(ready) > 3:
         return None
     user = rng.choice(members(world, repo["id"], WRITE))
@@ -247,7 +247,7 @@ def merge_blocked(rng: random.Random, world: World) -> TaskDraft | None:
     )
     name, number = f"{pr['owner']}/{pr['name']}", pr["number"]
     writers = members(world, pr["repo_id"], WRITE)
-    approvals = approvers(world, pr["id"])
+    approvals = approvals_of(world, pr["id"])
     if pr["state"] != "open":
         reason, user = f"it is already {pr['state']}", rng.choice(writers)
     elif pr["ci_status"] == "failing":

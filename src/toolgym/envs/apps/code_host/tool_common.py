@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolgym.envs import ToolContext, ToolError
+from toolgym.envs.apps.code_host.rules import approvals_of
 
 MAX_LIMIT = 50
 WRITE_PERMISSIONS = ("write", "admin")
@@ -114,30 +115,28 @@ def find_pull(ctx: ToolContext, repo: dict[str, Any], number: int) -> dict[str, 
 
 
 def find_label(ctx: ToolContext, repo: dict[str, Any], name: str, arg: str) -> dict[str, Any]:
-    row = ctx.one("SELECT * FROM labels WHERE repo_id=? AND lower(name)=lower(?)", (repo["id"], name.strip()))
-    if row is None:
-        names = ", ".join(
-            r["name"]
-            for r in ctx.query("SELECT name FROM labels WHERE repo_id=? ORDER BY name", (repo["id"],))
-        )
-        raise ToolError(
-            f"argument '{arg}': {repo_full_name(repo)} has no label {name!r}; its labels are: {names}"
-        )
-    return row
+    return _find_named(ctx, repo, "labels", "name", name, arg, "label")
 
 
 def find_milestone(ctx: ToolContext, repo: dict[str, Any], title: str) -> dict[str, Any]:
+    return _find_named(ctx, repo, "milestones", "title", title, "milestone", "milestone")
+
+
+def _find_named(
+    ctx: ToolContext, repo: dict[str, Any], table: str, column: str, value: str, arg: str, noun: str
+) -> dict[str, Any]:
+    """A repository's label or milestone by its name (any case); failing, the error lists the names it has."""
     row = ctx.one(
-        "SELECT * FROM milestones WHERE repo_id=? AND lower(title)=lower(?)", (repo["id"], title.strip())
+        f"SELECT * FROM {table} WHERE repo_id=? AND lower({column})=lower(?)", (repo["id"], value.strip())
     )
     if row is None:
-        titles = ", ".join(
-            r["title"]
-            for r in ctx.query("SELECT title FROM milestones WHERE repo_id=? ORDER BY title", (repo["id"],))
+        names = ", ".join(
+            r[column]
+            for r in ctx.query(f"SELECT {column} FROM {table} WHERE repo_id=? ORDER BY {column}", (repo["id"],))
         )
         raise ToolError(
-            f"argument 'milestone': {repo_full_name(repo)} has no milestone {title!r}; "
-            f"its milestones are: {titles or 'none'}"
+            f"argument '{arg}': {repo_full_name(repo)} has no {noun} {value!r}; "
+            f"its {noun}s are: {names or 'none'}"
         )
     return row
 
@@ -177,16 +176,6 @@ def issue_summary(ctx: ToolContext, issue: dict[str, Any], repo_name: str) -> di
         "milestone": milestone_title(ctx, issue["milestone_id"]),
         "created_at": issue["created_at"],
     }
-
-
-def approvals_of(ctx: ToolContext, pr_id: int) -> list[str]:
-    """Reviewers whose latest approve/request-changes review is an approval (comments don't count)."""
-    latest: dict[str, str] = {}
-    for row in ctx.query(
-        "SELECT reviewer, state FROM reviews WHERE pr_id=? AND state != 'commented' ORDER BY id", (pr_id,)
-    ):
-        latest[row["reviewer"]] = row["state"]
-    return sorted(r for r, s in latest.items() if s == "approved")
 
 
 def next_number(ctx: ToolContext, repo_id: int) -> int:

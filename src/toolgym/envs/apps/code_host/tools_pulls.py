@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Literal
 
 from toolgym.envs import ToolContext, ToolError, tool
+from toolgym.envs.apps.code_host.rules import approvals_of
 from toolgym.envs.apps.code_host.tool_common import (
     MAX_LIMIT,
-    approvals_of,
     find_pull,
     find_repo,
     pull_summary,

@@ -28,18 +28,7 @@ from toolgym.schema import Check
 
 TEXTS = kit.module_texts(__file__)
 
-BIGGEST_DEAL = {
-    ("stage", "owner"): (
-        "What's the biggest open deal we have with {company}? I need its name, its stage and who owns it.",
-        "Which open deal at {company} is worth the most? Tell me what stage it's in and who owns it.",
-        "{company}: find the largest deal that is still open, and give me its stage and its owner.",
-    ),
-    ("close_date", "contact"): (
-        "What's our largest open deal with {company}, when is it expected to close, and who is the contact on it?",
-        "Find the open {company} deal with the highest amount. I need its close date and its main contact.",
-        "Of the deals still open at {company}, which is the biggest? Give me its expected close date and contact.",
-    ),
-}
+BIGGEST_DEAL = {tuple(key.split()): value for key, value in TEXTS["BIGGEST_DEAL"].items()}
 
 
 def biggest_open_deal(rng: random.Random, world: World) -> TaskDraft | None:

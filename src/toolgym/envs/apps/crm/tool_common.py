@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from toolgym.envs import ToolContext, ToolError, kit
 from toolgym.envs.apps.crm.rules import SALES_ROLES
+from toolgym.envs.kit.lookups import row_by_id
 
 MAX_RESULTS = 20
 
@@ -84,24 +85,17 @@ def stage_arg(ctx: ToolContext, name: str, text: str) -> dict[str, Any]:
 
 
 def find_company(ctx: ToolContext, company_id: int) -> dict[str, Any]:
-    row = ctx.one("SELECT * FROM companies WHERE id=?", (company_id,))
-    if row is None:
-        raise ToolError(f"argument 'company_id': no company with id {company_id}; use search_crm_companies")
-    return row
+    return row_by_id(ctx, "SELECT * FROM companies WHERE id=?", "company_id", company_id, "company",
+                     "use search_crm_companies")
 
 
 def find_contact(ctx: ToolContext, contact_id: int) -> dict[str, Any]:
-    row = ctx.one(f"{CONTACT_SELECT} WHERE c.id=?", (contact_id,))
-    if row is None:
-        raise ToolError(f"argument 'contact_id': no contact with id {contact_id}; use search_crm_contacts")
-    return row
+    return row_by_id(ctx, f"{CONTACT_SELECT} WHERE c.id=?", "contact_id", contact_id, "contact",
+                     "use search_crm_contacts")
 
 
 def find_deal(ctx: ToolContext, deal_id: int) -> dict[str, Any]:
-    row = ctx.one(f"{DEAL_SELECT} WHERE d.id=?", (deal_id,))
-    if row is None:
-        raise ToolError(f"argument 'deal_id': no deal with id {deal_id}; use list_deals")
-    return row
+    return row_by_id(ctx, f"{DEAL_SELECT} WHERE d.id=?", "deal_id", deal_id, "deal", "use list_deals")
 
 
 def require_open(deal: dict[str, Any], action: str) -> None:

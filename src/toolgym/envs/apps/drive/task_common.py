@@ -16,6 +16,8 @@ from typing import Any
 from toolgym.envs import World, kit, resolve_date
 from toolgym.envs.apps.drive import tools as t
 from toolgym.envs.apps.drive.tool_common import RANK, name_taken, now
+from toolgym.envs.kit.grouped import pick_group
+from toolgym.envs.kit.task_user import TaskUser
 from toolgym.envs.registry import get_app
 from toolgym.schema import AnswerContains, Check, DiffOnly, ExpectedChange
 
@@ -25,24 +27,15 @@ ROLE_PHRASES = TEXTS["ROLE_PHRASES"]
 KIND_NOUNS = TEXTS["KIND_NOUNS"]
 
 
-@dataclass(frozen=True)
-class Owner:
-    username: str
-    name: str
-
-    def env(self, today: dt.date) -> dict[str, str]:
-        return kit.env_vars(self.username, self.name, today)
-
-
-def drive_users(world: World) -> list[Owner]:
+def drive_users(world: World) -> list[TaskUser]:
     rows = world.query("SELECT username, name FROM users WHERE has_drive=1 ORDER BY username")
-    return [Owner(r["username"], r["name"]) for r in rows]
+    return [TaskUser(r["username"], r["name"]) for r in rows]
 
 
 class Reader(kit.SeedReader):
     """The drive tools run on the read-only seed as `owner` on `today` (tools that write would fail)."""
 
-    def __init__(self, world: World, owner: Owner, today: dt.date) -> None:
+    def __init__(self, world: World, owner: TaskUser, today: dt.date) -> None:
         super().__init__(get_app("drive"), world, owner.env(today))
         self.owner = owner
         self.today = today
@@ -95,6 +88,17 @@ def pick_grantee(rng: random.Random, world: World, reader: Reader, file_ids: lis
     return None
 
 
+def pick_share(rng: random.Random, world: World, reader: Reader,
+               file_ids: list[int]) -> tuple[dict[str, Any], str, str] | None:
+    """What a share task draws: a person without access to the files, the role to give them and how the
+    prompt says that role; None when no such person was found."""
+    person = pick_grantee(rng, world, reader, file_ids, set())
+    if person is None:
+        return None
+    role = rng.choice(("viewer", "commenter", "editor"))
+    return person, role, rng.choice(ROLE_PHRASES[role])
+
+
 @dataclass(frozen=True)
 class When:
     """A relative day: how the prompt says it, what a tool is given, and the CURRENT_DATE that makes it `day`."""
@@ -123,12 +127,13 @@ def past_day_options(day: dt.date) -> list[When]:
 
 
 def pick_past_day(rng: random.Random, day: dt.date) -> When | None:
-    options = past_day_options(day)
-    if not options:
-        return None
-    kinds = sorted({o.phrase.split()[0] if "ago" not in o.phrase else "ago" for o in options})
-    kind = rng.choice(kinds)
-    return rng.choice([o for o in options if (o.phrase.split()[0] if "ago" not in o.phrase else "ago") == kind])
+    """A past-day phrase for `day`: its kind ('yesterday', 'ago', 'last') drawn evenly, then one of that kind."""
+    group = pick_group(rng, past_day_options(day), _phrase_kind)
+    return rng.choice(group) if group else None
+
+
+def _phrase_kind(option: When) -> str:
+    return "ago" if "ago" in option.phrase else option.phrase.split()[0]
 
 
 # -- checks --------------------------------------------------------------------------------------------

@@ -9,11 +9,10 @@ from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.drive import tools as t
 from toolgym.envs.apps.drive.task_common import (
     EDITOR,
-    ROLE_PHRASES,
     Reader,
     drive_users,
     live_namesake,
-    pick_grantee,
+    pick_share,
     setup,
     uniquely_named,
 )
@@ -35,12 +34,12 @@ def share_view_only_file(rng: random.Random, world: World) -> TaskDraft | None:
     pick = _pick_named(reader, rng, [f for f in reader.all_files() if f["my_role"] in ("viewer", "commenter")])
     if pick is None:
         return None
-    person = pick_grantee(rng, world, reader, [pick["id"]], set())
-    if person is None:
+    share = pick_share(rng, world, reader, [pick["id"]])
+    if share is None:
         return None
-    role = rng.choice(("viewer", "commenter", "editor"))
+    person, role, role_phrase = share
     index, prompt = kit.phrase(rng, TEXTS["share_view_only_file"], name=pick["name"], person=person["name"],
-                               role_phrase=rng.choice(ROLE_PHRASES[role]))
+                               role_phrase=role_phrase)
     return TaskDraft(
         prompt=prompt,
         env_variables=reader.owner.env(reader.today),

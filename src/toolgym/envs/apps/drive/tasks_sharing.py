@@ -11,17 +11,17 @@ from toolgym.envs.apps.drive import tools as t
 from toolgym.envs.apps.drive.task_common import (
     EDITOR,
     KIND_NOUNS,
-    ROLE_PHRASES,
     Reader,
     drive_users,
     logged,
     names_checks,
-    pick_grantee,
     pick_past_day,
+    pick_share,
     setup,
     uniquely_named,
 )
 from toolgym.envs.apps.drive.tool_common import RANK
+from toolgym.envs.kit.grouped import pick_group
 from toolgym.schema import DiffOnly, ExpectedChange, FieldEquals, RowExists
 
 TEXTS = kit.module_texts(__file__)
@@ -83,12 +83,12 @@ def share_file_with_role(rng: random.Random, world: World) -> TaskDraft | None:
     if not named:
         return None
     pick = rng.choice(named)
-    person = pick_grantee(rng, world, reader, [pick["id"]], set())
-    if person is None:
+    share = pick_share(rng, world, reader, [pick["id"]])
+    if share is None:
         return None
-    role = rng.choice(("viewer", "commenter", "editor"))
+    person, role, role_phrase = share
     index, prompt = kit.phrase(rng, TEXTS["share_file_with_role"], name=pick["name"], person=person["name"],
-                               role_phrase=rng.choice(ROLE_PHRASES[role]))
+                               role_phrase=role_phrase)
     me = reader.owner.username
     checks, expected = _share_checks(pick["id"], person["username"], role, me)
     return TaskDraft(
@@ -115,13 +115,13 @@ def share_latest_in_folder(rng: random.Random, world: World) -> TaskDraft | None
     latest = kit.unique_best(files, "modified_at", largest=True)
     if latest is None or len(files) < 2:
         return None
-    person = pick_grantee(rng, world, reader, [latest["id"]], set())
-    if person is None:
+    share = pick_share(rng, world, reader, [latest["id"]])
+    if share is None:
         return None
-    role = rng.choice(("viewer", "commenter", "editor"))
+    person, role, role_phrase = share
     noun = "report" if path.endswith("/Reports") else "file"
     index, prompt = kit.phrase(rng, TEXTS["share_latest_in_folder"], noun=noun, folder=path.rsplit("/", 1)[-1], path=path,
-                               person=person["name"], role_phrase=rng.choice(ROLE_PHRASES[role]))
+                               person=person["name"], role_phrase=role_phrase)
     me = reader.owner.username
     checks, expected = _share_checks(latest["id"], person["username"], role, me)
     return TaskDraft(
@@ -145,18 +145,17 @@ def share_kind_in_folder(rng: random.Random, world: World) -> TaskDraft | None:
     if folder is None:
         return None
     path, files = folder
-    kinds = sorted({f["type"] for f in files})
-    kind = rng.choice(kinds)
-    chosen = [f for f in files if f["type"] == kind]
+    chosen = pick_group(rng, files, lambda f: f["type"])
     if not 2 <= len(chosen) <= 4 or len(chosen) == len(files):
         return None
-    person = pick_grantee(rng, world, reader, [f["id"] for f in files], set())
-    if person is None:
+    kind = chosen[0]["type"]
+    share = pick_share(rng, world, reader, [f["id"] for f in files])
+    if share is None:
         return None
-    role = rng.choice(("viewer", "commenter", "editor"))
+    person, role, role_phrase = share
     noun, plural = KIND_NOUNS[kind]
     index, prompt = kit.phrase(rng, TEXTS["share_kind_in_folder"], kinds=plural, kind=noun, folder=path.rsplit("/", 1)[-1], path=path,
-                               person=person["name"], role=role, role_phrase=rng.choice(ROLE_PHRASES[role]))
+                               person=person["name"], role=role, role_phrase=role_phrase)
     me = reader.owner.username
     checks: list = []
     expected: list = []

@@ -4,6 +4,7 @@ voting on my own post): the agent must change nothing and say why."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.forum.task_common import (
@@ -16,8 +17,25 @@ from toolgym.envs.apps.forum.task_common import (
     viewers,
     visible_posts,
 )
+from toolgym.schema import ToolCall
 
 TEXTS = kit.module_texts(__file__)
+
+
+def _refusal(variant: str, phrased: tuple[int, str], asker: dict[str, Any], today: str, calls: list[ToolCall],
+             answer: str, write_tool: str, difficulty: int) -> TaskDraft:
+    """An impossible request of `asker`'s: the agent looks with `calls`, leaves `write_tool` alone and says
+    why it cannot (`answer`); the phrasing is recorded under its `variant`."""
+    index, prompt = phrased
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=kit.env_for(asker, today, "display_name"),
+        reference_solution=calls,
+        expected_answer=answer,
+        checks=kit.impossible_checks(write_tool, reply_label=kit.SAYS_IT_CANNOT, attempt_label="{tool} not attempted"),
+        difficulty=difficulty,
+        metadata={"phrasing": f"{variant}-{index}", "variant": variant},
+    )
 
 
 def impossible_moderation(rng: random.Random, world: World) -> TaskDraft | None:
@@ -31,24 +49,16 @@ def impossible_moderation(rng: random.Random, world: World) -> TaskDraft | None:
     if rng.random() < 0.5:
         posts = [p for p in visible_posts(world, community["id"], today) if p["author_id"] != asker["id"]]
         post = rng.choice(posts)
-        index, prompt = kit.phrase(rng, TEXTS["REMOVE_UNMODERATED"], c=community["name"], title=post["title"])
+        phrased = kit.phrase(rng, TEXTS["REMOVE_UNMODERATED"], c=community["name"], title=post["title"])
         answer = f'I cannot remove "{post["title"]}": only moderators of {name} can remove posts, and {standing}.'
         write_tool, variant = "remove_post", "remove"
     else:
         targets = [m for m in members(world, community["id"], "member") if m["id"] != asker["id"]]
         target = rng.choice(targets)
-        index, prompt = kit.phrase(rng, TEXTS["BAN_UNMODERATED"], c=community["name"], target=target["username"])
+        phrased = kit.phrase(rng, TEXTS["BAN_UNMODERATED"], c=community["name"], target=target["username"])
         answer = f"I cannot ban {target['username']}: only moderators of {name} can ban users, and {standing}."
         write_tool, variant = "ban_user", "ban"
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=kit.env_for(asker, today, "display_name"),
-        reference_solution=[kit.call("list_my_communities")],
-        expected_answer=answer,
-        checks=kit.impossible_checks(write_tool, reply_label=kit.SAYS_IT_CANNOT, attempt_label="{tool} not attempted"),
-        difficulty=2,
-        metadata={"phrasing": f"{variant}-{index}", "variant": variant},
-    )
+    return _refusal(variant, phrased, asker, today, [kit.call("list_my_communities")], answer, write_tool, 2)
 
 
 def _vote_again(rng: random.Random, world: World, today: str) -> TaskDraft | None:
@@ -59,20 +69,15 @@ def _vote_again(rng: random.Random, world: World, today: str) -> TaskDraft | Non
         (today,),
     )
     pick = rng.choice(rows)
-    index, prompt = kit.phrase(rng, TEXTS["VOTE_AGAIN"], c=pick["name"], title=pick["title"])
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=kit.env_for(kit.user_by_id(world, pick["user_id"], "*"), today, "display_name"),
-        reference_solution=[
-            kit.call("search_posts", community=f"r/{pick['name']}", query=pick["title"], limit=5),
-            kit.call("get_post", post_id=pick["post_id"]),
-        ],
-        expected_answer=f'I cannot upvote "{pick["title"]}" again: you have already upvoted it, and each user '
-                        "gets one vote per post.",
-        checks=kit.impossible_checks("vote", reply_label=kit.SAYS_IT_CANNOT, attempt_label="{tool} not attempted"),
-        difficulty=2,
-        metadata={"phrasing": f"vote_again-{index}", "variant": "vote_again"},
-    )
+    phrased = kit.phrase(rng, TEXTS["VOTE_AGAIN"], c=pick["name"], title=pick["title"])
+    calls = [
+        kit.call("search_posts", community=f"r/{pick['name']}", query=pick["title"], limit=5),
+        kit.call("get_post", post_id=pick["post_id"]),
+    ]
+    answer = (f'I cannot upvote "{pick["title"]}" again: you have already upvoted it, and each user '
+              "gets one vote per post.")
+    voter = kit.user_by_id(world, pick["user_id"], "*")
+    return _refusal("vote_again", phrased, voter, today, calls, answer, "vote", 2)
 
 
 def _private_post(rng: random.Random, world: World, today: str) -> TaskDraft | None:
@@ -87,17 +92,11 @@ def _private_post(rng: random.Random, world: World, today: str) -> TaskDraft | N
     title = new_title(rng, world, spec)
     if title is None:
         return None
-    index, prompt = kit.phrase(rng, TEXTS["PRIVATE_POST"], c=community["name"], title=title, body=new_body(rng, spec))
+    phrased = kit.phrase(rng, TEXTS["PRIVATE_POST"], c=community["name"], title=title, body=new_body(rng, spec))
     name = f"r/{community['name']}"
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=kit.env_for(asker, today, "display_name"),
-        reference_solution=[kit.call("get_community", community=name)],
-        expected_answer=f"I cannot post in {name}: it is a private, invitation-only community and you are not a member.",
-        checks=kit.impossible_checks("create_post", reply_label=kit.SAYS_IT_CANNOT, attempt_label="{tool} not attempted"),
-        difficulty=2,
-        metadata={"phrasing": f"private_post-{index}", "variant": "private_post"},
-    )
+    answer = f"I cannot post in {name}: it is a private, invitation-only community and you are not a member."
+    return _refusal("private_post", phrased, asker, today, [kit.call("get_community", community=name)], answer,
+                    "create_post", 2)
 
 
 def _own_vote(rng: random.Random, world: World, today: str) -> TaskDraft | None:
@@ -107,17 +106,11 @@ def _own_vote(rng: random.Random, world: World, today: str) -> TaskDraft | None:
         (today,),
     )
     post = rng.choice(rows)
-    index, prompt = kit.phrase(rng, TEXTS["OWN_VOTE"], c=post["name"], title=post["title"])
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=kit.env_for(kit.user_by_id(world, post["author_id"], "*"), today, "display_name"),
-        reference_solution=[kit.call("list_my_posts", community=f"r/{post['name']}")],
-        expected_answer=f'I cannot upvote "{post["title"]}": it is your own post, and users cannot vote on their own '
-                        "content.",
-        checks=kit.impossible_checks("vote", reply_label=kit.SAYS_IT_CANNOT, attempt_label="{tool} not attempted"),
-        difficulty=1,
-        metadata={"phrasing": f"own_vote-{index}", "variant": "own_vote"},
-    )
+    phrased = kit.phrase(rng, TEXTS["OWN_VOTE"], c=post["name"], title=post["title"])
+    answer = f'I cannot upvote "{post["title"]}": it is your own post, and users cannot vote on their own content.'
+    author = kit.user_by_id(world, post["author_id"], "*")
+    return _refusal("own_vote", phrased, author, today, [kit.call("list_my_posts", community=f"r/{post['name']}")],
+                    answer, "vote", 1)
 
 
 def impossible_vote_or_post(rng: random.Random, world: World) -> TaskDraft | None:

@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 from toolgym.envs import TaskDraft, World, kit
-from toolgym.envs.apps.forum.content import REASONS_BY_RULE, SPAM_REPORT_REASONS
+from toolgym.envs.apps.forum.content import REASONS_BY_RULE, SPAM_REPORT_REASONS, CommunitySpec
 from toolgym.envs.apps.forum.task_common import (
     LATE_LAST,
     comment_count,
@@ -25,7 +25,7 @@ from toolgym.envs.apps.forum.task_common import (
     viewers,
     visible_posts,
 )
-from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists
+from toolgym.schema import Check, DiffOnly, ExpectedChange, FieldEquals, RowExists, ToolCall
 
 TEXTS = kit.module_texts(__file__)
 
@@ -44,16 +44,26 @@ def _post_checks(community_id: int, author_id: int, title: str, body: str, flair
     return checks, ExpectedChange(table="posts", op="insert", where={**where, "flair_id": flair})
 
 
-def create_post_with_flair(rng: random.Random, world: World) -> TaskDraft | None:
-    community = rng.choice(communities(world))
-    spec = spec_of(community["name"])
-    author = rng.choice(members(world, community["id"]))
+def _new_post(rng: random.Random, world: World, community: dict[str, Any],
+              spec: CommunitySpec) -> tuple[str, str, str, int] | None:
+    """A post to write in `community`: an unused title, a body, a flair and that flair's id; None when no
+    unused title was found."""
     title = new_title(rng, world, spec)
     if title is None:
         return None
     body = new_body(rng, spec)
     flair = rng.choice(flairs(world, community["id"]))
-    fid = flair_id(world, community["id"], flair)
+    return title, body, flair, flair_id(world, community["id"], flair)
+
+
+def create_post_with_flair(rng: random.Random, world: World) -> TaskDraft | None:
+    community = rng.choice(communities(world))
+    spec = spec_of(community["name"])
+    author = rng.choice(members(world, community["id"]))
+    post = _new_post(rng, world, community, spec)
+    if post is None:
+        return None
+    title, body, flair, fid = post
     today = late_today(rng)
     index, prompt = kit.phrase(rng, TEXTS["CREATE_POST"], c=community["name"], title=title, body=body, flair=flair)
     checks, insert = _post_checks(community["id"], author["id"], title, body, fid)
@@ -72,13 +82,27 @@ def create_post_with_flair(rng: random.Random, world: World) -> TaskDraft | None
     )
 
 
-def _comment_checks(post_id: int, author_id: int, text: str) -> list[Check]:
-    where: dict[str, Any] = {"post_id": post_id, "author_id": author_id, "parent_id": None}
-    return [
-        RowExists(table="comments", where=where, weight=2, label="comment added"),
-        FieldEquals(table="comments", where=where, field="body", value=text, weight=1, label="comment text as given"),
-        DiffOnly(expected=[ExpectedChange(table="comments", op="insert", where=where)], weight=1, label="only the comment"),
-    ]
+def _comment_task(phrased: tuple[int, str], commenter: dict[str, Any], today: str, post: dict[str, Any],
+                  text: str, find: ToolCall, answer: str, difficulty: int) -> TaskDraft:
+    """A task whose one change is `commenter`'s top-level comment `text` on `post`, which the `find` call
+    turns up; `phrased` is the prompt's phrasing index and text."""
+    index, prompt = phrased
+    where: dict[str, Any] = {"post_id": post["id"], "author_id": commenter["id"], "parent_id": None}
+    return TaskDraft(
+        prompt=prompt,
+        env_variables=kit.env_for(commenter, today, "display_name"),
+        reference_solution=[find, kit.call("add_comment", post_id=post["id"], body=text)],
+        expected_answer=answer,
+        checks=[
+            RowExists(table="comments", where=where, weight=2, label="comment added"),
+            FieldEquals(table="comments", where=where, field="body", value=text, weight=1,
+                        label="comment text as given"),
+            DiffOnly(expected=[ExpectedChange(table="comments", op="insert", where=where)], weight=1,
+                     label="only the comment"),
+        ],
+        difficulty=difficulty,
+        metadata={"phrasing": index},
+    )
 
 
 def comment_on_post(rng: random.Random, world: World) -> TaskDraft | None:
@@ -91,19 +115,10 @@ def comment_on_post(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     post = rng.choice(posts)
     text = comment_text(rng, spec_of(community["name"]))
-    index, prompt = kit.phrase(rng, TEXTS["COMMENT"], c=community["name"], title=post["title"], text=text)
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=kit.env_for(commenter, today, "display_name"),
-        reference_solution=[
-            kit.call("search_posts", community=f"r/{community['name']}", query=post["title"], limit=5),
-            kit.call("add_comment", post_id=post["id"], body=text),
-        ],
-        expected_answer=f'I commented "{text}" on "{post["title"]}".',
-        checks=_comment_checks(post["id"], commenter["id"], text),
-        difficulty=1,
-        metadata={"phrasing": index},
-    )
+    phrased = kit.phrase(rng, TEXTS["COMMENT"], c=community["name"], title=post["title"], text=text)
+    find = kit.call("search_posts", community=f"r/{community['name']}", query=post["title"], limit=5)
+    answer = f'I commented "{text}" on "{post["title"]}".'
+    return _comment_task(phrased, commenter, today, post, text, find, answer, difficulty=1)
 
 
 def report_post_for_rule(rng: random.Random, world: World) -> TaskDraft | None:
@@ -205,19 +220,10 @@ def reply_to_newest_flaired(rng: random.Random, world: World) -> TaskDraft | Non
                   if u["id"] != newest["author_id"] and not _has_commented(world, newest["id"], u["id"])]
     commenter = rng.choice(commenters)
     text = comment_text(rng, spec_of(community["name"]))
-    index, prompt = kit.phrase(rng, TEXTS["REPLY_NEWEST"], c=community["name"], flair=flair, text=text)
-    return TaskDraft(
-        prompt=prompt,
-        env_variables=kit.env_for(commenter, today, "display_name"),
-        reference_solution=[
-            kit.call("search_posts", community=f"r/{community['name']}", flair=flair, sort="new", limit=3),
-            kit.call("add_comment", post_id=newest["id"], body=text),
-        ],
-        expected_answer=f'The newest {flair} post in r/{community["name"]} is "{newest["title"]}"; I commented on it.',
-        checks=_comment_checks(newest["id"], commenter["id"], text),
-        difficulty=2,
-        metadata={"phrasing": index},
-    )
+    phrased = kit.phrase(rng, TEXTS["REPLY_NEWEST"], c=community["name"], flair=flair, text=text)
+    find = kit.call("search_posts", community=f"r/{community['name']}", flair=flair, sort="new", limit=3)
+    answer = f'The newest {flair} post in r/{community["name"]} is "{newest["title"]}"; I commented on it.'
+    return _comment_task(phrased, commenter, today, newest, text, find, answer, difficulty=2)
 
 
 def moderate_reports(rng: random.Random, world: World) -> TaskDraft | None:
@@ -295,12 +301,10 @@ def join_and_post(rng: random.Random, world: World) -> TaskDraft | None:
         (community["id"], community["id"]),
     )
     author = rng.choice(outsiders)
-    title = new_title(rng, world, spec)
-    if title is None:
+    post = _new_post(rng, world, community, spec)
+    if post is None:
         return None
-    body = new_body(rng, spec)
-    flair = rng.choice(flairs(world, community["id"]))
-    fid = flair_id(world, community["id"], flair)
+    title, body, flair, fid = post
     index, prompt = kit.phrase(rng, TEXTS["JOIN_AND_POST"], c=community["name"], title=title, body=body, flair=flair)
     membership: dict[str, Any] = {"community_id": community["id"], "user_id": author["id"], "role": "member"}
     checks, insert = _post_checks(community["id"], author["id"], title, body, fid)

@@ -20,28 +20,7 @@ from toolgym.schema import ExpectedChange, RowExists
 TEXTS = kit.module_texts(__file__)
 
 # asked facts -> (listing fields, templates); a fact pair is only asked where it exists (an HOA fee > 0)
-LISTING_FACTS: dict[tuple[str, str], tuple[tuple[str, str], tuple[str, ...]]] = {
-    ("price", "ppsf"): (("price", "price_per_sqft"), (
-        "What's the asking price of {address} in {city}, and what does that work out to per square foot?",
-        "For the listing at {address}, {city}: price, and price per sqft?",
-        "How much per square foot is {address} ({city}) going for? Tell me the total asking price too.",
-    )),
-    ("sqft", "year"): (("sqft", "year_built"), (
-        "How many square feet is {address} in {city}, and what year was it built?",
-        "I'm curious about {address}, {city}: when was it built and how big is it?",
-        "Give me the size in sqft and the year built for the home at {address} ({city}).",
-    )),
-    ("hoa", "beds"): (("hoa_fee", "beds"), (
-        "What's the monthly HOA fee at {address} in {city}, and how many bedrooms does it have?",
-        "How many bedrooms does {address} ({city}) have, and what are the HOA dues per month?",
-        "Before I go see {address} in {city}: monthly HOA fee and bedroom count, please.",
-    )),
-    ("ppsf", "year"): (("price_per_sqft", "year_built"), (
-        "What's the price per square foot of {address} in {city}, and when was it built?",
-        "{city} listing {address}: give me its year built and its price per sqft.",
-        "Is {address} ({city}) an older home? Tell me the year built, and what it costs per square foot.",
-    )),
-}
+LISTING_FACTS = {tuple(key.split()): value for key, value in TEXTS["LISTING_FACTS"].items()}
 
 
 def listing_facts(rng: random.Random, world: World) -> TaskDraft | None:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from toolgym.envs import ToolContext, ToolError, kit
 from toolgym.envs.apps.homes.rules import MAX_TOUR_DAYS_AHEAD, price_per_sqft
+from toolgym.envs.kit.lookups import row_by_id
 
 MAX_RESULTS = 20
 HomeType = Literal["house", "condo", "townhouse", "multi_family"]
@@ -34,10 +35,8 @@ def find_city(ctx: ToolContext, text: str) -> dict[str, Any]:
 
 
 def find_listing(ctx: ToolContext, listing_id: int) -> dict[str, Any]:
-    row = ctx.one(f"{_LISTING_SQL} WHERE l.id=?", (listing_id,))
-    if row is None:
-        raise ToolError(f"argument 'listing_id': no listing with id {listing_id}; use search_listings to find one")
-    return row
+    return row_by_id(ctx, f"{_LISTING_SQL} WHERE l.id=?", "listing_id", listing_id, "listing",
+                     "use search_listings to find one")
 
 
 def tour_date(ctx: ToolContext, text: str) -> str:

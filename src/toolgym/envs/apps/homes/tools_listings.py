@@ -16,6 +16,7 @@ from toolgym.envs.apps.homes.tool_common import (
     search_matches,
     summary,
 )
+from toolgym.envs.kit.lookups import row_by_id
 
 
 @tool
@@ -101,10 +102,9 @@ def get_agent(ctx: ToolContext, agent_id: int) -> dict:
     Args:
         agent_id: The agent_id shown as listing_agent by get_listing.
     """
-    agent = ctx.one("SELECT a.*, c.name AS city FROM agents a JOIN cities c ON c.id = a.city_id WHERE a.id=?",
-                    (agent_id,))
-    if agent is None:
-        raise ToolError(f"argument 'agent_id': no agent with id {agent_id}; get_listing shows a listing's agent")
+    agent = row_by_id(
+        ctx, "SELECT a.*, c.name AS city FROM agents a JOIN cities c ON c.id = a.city_id WHERE a.id=?",
+        "agent_id", agent_id, "agent", "get_listing shows a listing's agent")
     listings = ctx.query(
         "SELECT id AS listing_id, address, price, beds, home_type FROM listings WHERE agent_id=? AND status='active' "
         "ORDER BY price, id", (agent_id,))

@@ -14,6 +14,8 @@ from typing import Any
 
 from toolgym.envs import World, kit, resolve_date
 from toolgym.envs.apps.mail.content import AUTOMATED, SPAM, TOPICS
+from toolgym.envs.kit.grouped import pick_group
+from toolgym.envs.kit.task_user import TaskUser
 from toolgym.envs.registry import get_app
 
 TEXTS = kit.module_texts(__file__)
@@ -22,13 +24,10 @@ AUTOMATED_ADDRESSES = frozenset(a[1] for a in AUTOMATED) | frozenset(s[1] for s 
 
 
 @dataclass(frozen=True)
-class Owner:
-    username: str
-    name: str
-    email: str
+class Owner(TaskUser):
+    """A mailbox owner a task runs as."""
 
-    def env(self, today: dt.date) -> dict[str, str]:
-        return kit.env_vars(self.username, self.name, today)
+    email: str
 
 
 def owners(world: World) -> list[Owner]:
@@ -95,12 +94,18 @@ def when_options(day: dt.date, allow_today: bool = True) -> list[When]:
 
 
 def pick_when(rng: random.Random, day: dt.date, allow_today: bool = True) -> When | None:
-    options = when_options(day, allow_today)
-    if not options:
+    """A phrase for `day`: its noun drawn evenly, then one of the CURRENT_DATEs it works from."""
+    group = pick_group(rng, when_options(day, allow_today), lambda o: o.noun)
+    return rng.choice(group) if group else None
+
+
+def pick_listed_day(rng: random.Random, world: World, sql: str, params: tuple[Any, ...]) -> When | None:
+    """One of the days `sql` lists (its `day` column), said as a phrase that resolves to it; None when it
+    lists none or no phrase fits the window."""
+    days = [r["day"] for r in world.query(sql, params)]
+    if not days:
         return None
-    nouns = sorted({o.noun for o in options})
-    noun = rng.choice(nouns)
-    return rng.choice([o for o in options if o.noun == noun])
+    return pick_when(rng, dt.date.fromisoformat(rng.choice(days)))
 
 
 def overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:

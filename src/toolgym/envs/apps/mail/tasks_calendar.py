@@ -15,7 +15,9 @@ from toolgym.envs.apps.mail.task_common import (
     Reader,
     overlaps,
     owners,
+    pick_listed_day,
     pick_when,
+    setup,
 )
 from toolgym.schema import AnswerContains, DiffOnly, ExpectedChange, FieldEquals, RowExists
 
@@ -23,8 +25,8 @@ TEXTS = kit.module_texts(__file__)
 
 
 def cancel_meeting(rng: random.Random, world: World) -> TaskDraft | None:
-    owner = rng.choice(owners(world))
-    today = kit.random_day(rng)
+    reader = setup(rng, world)
+    owner, today = reader.owner, reader.today
     rows = world.query(
         "SELECT id, title, start FROM calendar_events WHERE organizer=? AND status='scheduled' AND start > ? "
         "ORDER BY start, id",
@@ -34,7 +36,6 @@ def cancel_meeting(rng: random.Random, world: World) -> TaskDraft | None:
         return None
     event = rng.choice(rows)
     day = event["start"][:10]
-    reader = Reader(world, owner, today)
     same_day = [e for e in reader(t.list_events, date=day) if e["title"] == event["title"]]
     if len(same_day) != 1:
         return None
@@ -58,15 +59,13 @@ def cancel_meeting(rng: random.Random, world: World) -> TaskDraft | None:
 
 def accept_invites_without_clashes(rng: random.Random, world: World) -> TaskDraft | None:
     owner = rng.choice(owners(world))
-    days = [r["day"] for r in world.query(
+    when = pick_listed_day(
+        rng, world,
         "SELECT DISTINCT substr(e.start, 1, 10) AS day FROM event_invites i JOIN calendar_events e "
         "ON e.id = i.event_id WHERE i.invitee_email=? AND i.response='pending' AND e.status='scheduled' "
         "AND e.start >= '2026-04-01' ORDER BY day",
         (owner.email,),
-    )]
-    if not days:
-        return None
-    when = pick_when(rng, dt.date.fromisoformat(rng.choice(days)))
+    )
     if when is None:
         return None
     reader = Reader(world, owner, when.today)
@@ -119,15 +118,13 @@ def accept_invites_without_clashes(rng: random.Random, world: World) -> TaskDraf
 
 def agenda_for_day(rng: random.Random, world: World) -> TaskDraft | None:
     owner = rng.choice(owners(world))
-    days = [r["day"] for r in world.query(
+    when = pick_listed_day(
+        rng, world,
         "SELECT DISTINCT substr(e.start, 1, 10) AS day FROM calendar_events e WHERE e.status='scheduled' "
         "AND e.start >= '2026-04-01' AND e.start < '2026-09-08' AND (e.organizer=? OR EXISTS (SELECT 1 FROM "
         "event_invites i WHERE i.event_id=e.id AND i.invitee_email=? AND i.response='accepted')) ORDER BY day",
         (owner.username, owner.email),
-    )]
-    if not days:
-        return None
-    when = pick_when(rng, dt.date.fromisoformat(rng.choice(days)))
+    )
     if when is None:
         return None
     part = rng.choice(TEXTS["agenda_for_day.parts"])

@@ -13,10 +13,8 @@ from toolgym.envs.apps.mail.task_common import (
     REPLY_TEXTS,
     SEND_TEXTS,
     Owner,
-    Reader,
     folder_id,
     is_person,
-    owners,
     setup,
 )
 from toolgym.schema import AnswerContains, DiffOnly, ExpectedChange, FieldEquals, RowExists
@@ -42,10 +40,10 @@ def _single_sender(messages: list[dict]) -> bool:
 
 
 def latest_sender_about_topic(rng: random.Random, world: World) -> TaskDraft | None:
-    owner = rng.choice(owners(world))
-    today = kit.random_day(rng)
+    reader = setup(rng, world)
+    owner, today = reader.owner, reader.today
     keyword = rng.choice(KEYWORDS)
-    found = Reader(world, owner, today)(t.search_messages, query=keyword, limit=50)
+    found = reader(t.search_messages, query=keyword, limit=50)
     latest = _clear_latest(_received(found["messages"], owner))
     if latest is None:
         return None
@@ -63,8 +61,8 @@ def latest_sender_about_topic(rng: random.Random, world: World) -> TaskDraft | N
 
 
 def attachment_name(rng: random.Random, world: World) -> TaskDraft | None:
-    owner = rng.choice(owners(world))
-    today = kit.random_day(rng)
+    reader = setup(rng, world)
+    owner, today = reader.owner, reader.today
     rows = world.query(
         "SELECT m.id, m.sender_name, m.sender_address, m.subject, a.file_name, a.size_bytes FROM messages m "
         "JOIN attachments a ON a.message_id = m.id WHERE m.owner=? AND m.sent_at <= ? AND m.sender_address != ? "
@@ -77,7 +75,6 @@ def attachment_name(rng: random.Random, world: World) -> TaskDraft | None:
     same = [r for r in rows if r["sender_address"] == pick["sender_address"] and r["subject"] == pick["subject"]]
     if len(same) != 1:  # several files, or several messages with this subject from this sender
         return None
-    reader = Reader(world, owner, today)
     hits = reader(t.search_messages, sender=pick["sender_name"], query=pick["subject"])["messages"]
     if [m["id"] for m in hits if m["attachments"]] != [pick["id"]] or not _single_sender(hits):
         return None
@@ -97,9 +94,9 @@ def attachment_name(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def send_to_contact(rng: random.Random, world: World) -> TaskDraft | None:
-    owner = rng.choice(owners(world))
-    today = kit.random_day(rng)
-    contacts = Reader(world, owner, today)(t.search_contacts)
+    reader = setup(rng, world)
+    owner, today = reader.owner, reader.today
+    contacts = reader(t.search_contacts)
     contact = rng.choice(contacts)
     subject, body = rng.choice(SEND_TEXTS)
     if world.one("SELECT id FROM messages WHERE owner=? AND subject=?", (owner.username, subject)):
@@ -130,10 +127,9 @@ def send_to_contact(rng: random.Random, world: World) -> TaskDraft | None:
 
 
 def forward_latest_about_topic(rng: random.Random, world: World) -> TaskDraft | None:
-    owner = rng.choice(owners(world))
-    today = kit.random_day(rng)
+    reader = setup(rng, world)
+    owner, today = reader.owner, reader.today
     keyword = rng.choice(KEYWORDS)
-    reader = Reader(world, owner, today)
     latest = _clear_latest(_received(reader(t.search_messages, query=keyword, limit=50)["messages"], owner))
     if latest is None:
         return None

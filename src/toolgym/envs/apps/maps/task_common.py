@@ -138,6 +138,12 @@ def saved_change(list_id: int, place_id: int) -> ExpectedChange:
     return ExpectedChange(table="saved_places", op="insert", where={"list_id": list_id, "place_id": place_id})
 
 
+def save_task_checks(list_id: int, place: dict[str, Any], answer_label: str, note: str = "") -> list[Check]:
+    """A save task's grading: the place is in the list, nothing else changed, and the answer names it."""
+    return [*saved_checks(list_id, place, note), kit.diff_only([saved_change(list_id, place["id"])]),
+            kit.answer_has([place["name"]], label=answer_label)]
+
+
 def review_checks(user_id: int, place: dict[str, Any], stars: int, text: str, weight: float = 3.0) -> list[Check]:
     where = {"place_id": place["id"], "user_id": user_id}
     return [

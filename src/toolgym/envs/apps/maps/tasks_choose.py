@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from typing import Any
 
 from toolgym.envs import TaskDraft, World, kit
 from toolgym.envs.apps.maps.rules import nearby, search
@@ -13,8 +14,7 @@ from toolgym.envs.apps.maps.task_common import (
     list_to_save_in,
     nearest_open,
     on_day,
-    saved_change,
-    saved_checks,
+    save_task_checks,
     soon_phrase,
 )
 
@@ -22,6 +22,17 @@ TEXTS = kit.module_texts(__file__)
 
 EDGE_TIMES = ("07:00", "07:30", "08:00", "09:00", "10:00", "18:30", "20:00", "21:00", "21:30", "22:00", "22:30")
 CLOSEST_CATEGORIES = ("pharmacy", "pharmacy", "gas_station", "supermarket", "cafe", "bakery", "gym")
+
+
+def _save_soon(rng: random.Random, world: World, place: dict[str, Any], today: dt.date,
+               offset: int) -> tuple[dict[str, Any], dict[str, Any], str] | None:
+    """A user and list to save `place` in, and how the prompt says the day `offset` days after `today`;
+    None when no list fits."""
+    chosen = list_to_save_in(rng, world, place["id"])
+    if chosen is None:
+        return None
+    user, target = chosen
+    return user, target, soon_phrase(rng, today, offset)
 
 
 def closest_open_save(rng: random.Random, world: World) -> TaskDraft | None:
@@ -43,18 +54,16 @@ def closest_open_save(rng: random.Random, world: World) -> TaskDraft | None:
     overall = nearby(world, origin["lat"], origin["lon"], 9.5, category, exclude_id=origin["id"])
     if overall[0]["id"] == winner["id"] and rng.random() < 0.7:
         return None
-    chosen = list_to_save_in(rng, world, winner["id"])
+    chosen = _save_soon(rng, world, winner, today, offset)
     if chosen is None:
         return None
-    user, target = chosen
-    phrase = soon_phrase(rng, today, offset)
+    user, target, phrase = chosen
     phrasing = rng.randrange(len(TEXTS["CLOSEST_OPEN"]))
     prompt = TEXTS["CLOSEST_OPEN"][phrasing].format(cat=CATEGORY_WORDS[category], o=origin["name"], day=on_day(phrase),
                                                     time=clock_words(rng, at), l=target["name"])
     return TaskDraft(
         prompt=prompt,
-        checks=[*saved_checks(target["id"], winner), kit.diff_only([saved_change(target["id"], winner["id"])]),
-                kit.answer_has([winner["name"]], label="answer names the chosen place")],
+        checks=save_task_checks(target["id"], winner, "answer names the chosen place"),
         reference_solution=[
             kit.call("nearby_places", place=origin["name"], category=category, radius_km=radius, open_on=phrase,
                  open_at=at),
@@ -95,11 +104,10 @@ def best_rated_save(rng: random.Random, world: World) -> TaskDraft | None:
     best = kit.unique_best(candidates, "rating", largest=True)
     if best is None or (every[0]["id"] == best["id"] and rng.random() < 0.6):
         return None
-    chosen = list_to_save_in(rng, world, best["id"])
+    chosen = _save_soon(rng, world, best, today, offset)
     if chosen is None:
         return None
-    user, target = chosen
-    phrase = soon_phrase(rng, today, offset)
+    user, target, phrase = chosen
     what = f"{cuisine.title()} restaurant" if cuisine else CATEGORY_WORDS[category]
     whats = f"{cuisine.title()} restaurants" if cuisine else PLURALS[category]
     phrasing = rng.randrange(len(TEXTS["BEST_RATED"]))
@@ -107,8 +115,7 @@ def best_rated_save(rng: random.Random, world: World) -> TaskDraft | None:
                                                   time=clock_words(rng, at), l=target["name"])
     return TaskDraft(
         prompt=prompt,
-        checks=[*saved_checks(target["id"], best), kit.diff_only([saved_change(target["id"], best["id"])]),
-                kit.answer_has([best["name"]], label="answer names the chosen place")],
+        checks=save_task_checks(target["id"], best, "answer names the chosen place"),
         reference_solution=[
             kit.call("search_places", query=cuisine, category=category, city=city, open_on=phrase, open_at=at),
             kit.call("save_place", list_name=target["name"], place=best["id"]),

@@ -14,8 +14,7 @@ from toolgym.envs.apps.maps.task_common import (
     review_change,
     review_checks,
     review_words,
-    saved_change,
-    saved_checks,
+    save_task_checks,
     user_lists,
     users,
 )
@@ -38,8 +37,7 @@ def save_to_list(rng: random.Random, world: World) -> TaskDraft | None:
         note=note_words)
     return TaskDraft(
         prompt=prompt,
-        checks=[*saved_checks(target["id"], place, note), kit.diff_only([saved_change(target["id"], place["id"])]),
-                kit.answer_has([place["name"]], label="answer names the place")],
+        checks=save_task_checks(target["id"], place, "answer names the place", note),
         reference_solution=[kit.call("search_places", query=place["name"]), kit.call("list_my_lists"),
                             kit.call("save_place", list_name=target["name"], place=place["id"], note=note or None)],
         env_variables=kit.env_for(user, kit.random_day(rng)),

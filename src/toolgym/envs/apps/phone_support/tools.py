@@ -19,6 +19,7 @@ from toolgym.envs.apps.phone_support.rules import (
     escalation_ticket,
     payment_reference,
 )
+from toolgym.envs.kit.payments import listed_payment_methods
 
 MAX_BILLS = 12
 
@@ -342,13 +343,7 @@ def get_bills(
 @tool
 def list_payment_methods(ctx: ToolContext) -> list[dict[str, Any]]:
     """List the account's payment methods; the default one pays bills and top-ups unless another is named."""
-    account = my_account(ctx)
-    today = ctx.env.today.isoformat()[:7]
-    return [
-        {"payment_method_id": r["id"], "kind": r["kind"], "last4": r["last4"], "expires": r["expires"],
-         "is_default": bool(r["is_default"]), "expired": r["expires"] < today}
-        for r in ctx.query("SELECT * FROM payment_methods WHERE account_id = ? ORDER BY id", (account["id"],))
-    ]
+    return listed_payment_methods(ctx, ("account_id", my_account(ctx)["id"]), order_by="id")
 
 
 @tool

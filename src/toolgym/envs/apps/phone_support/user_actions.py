@@ -50,6 +50,13 @@ def _switch(feature: str, on: bool) -> tuple[str, ...]:
     )
 
 
+def _toggle(tool: str, feature: str, label: str, on: bool, where: str = "on your phone") -> UserAction:
+    """A switch the customer flips on or off: its recognisers, the instruction and the reply share one label."""
+    state = "on" if on else "off"
+    return UserAction(tool, _switch(feature, on), f"Please turn {state} {label} {where}.", arguments={"enabled": on},
+                      done=f"I turned {state} {label}.")
+
+
 AIRPLANE = r"(?:airplane|aeroplane|flight)\s+mode"
 MOBILE_DATA = r"(?:mobile|cellular)\s+data"
 DATA_ROAMING = r"(?:data\s+roaming|roaming\s+(?:switch|toggle|setting))"
@@ -60,18 +67,12 @@ MODE_SLOT = TEXTS["MODE_SLOT"]
 MODE_LABEL = {"5g_4g_3g": "5G/4G/3G", "4g_3g": "4G/3G (LTE)", "3g_only": "3G only", "2g_only": "2G only"}
 
 USER_ACTIONS: tuple[UserAction, ...] = (
-    UserAction("toggle_airplane_mode", _switch(AIRPLANE, False), "Please turn off airplane mode on your phone.",
-               arguments={"enabled": False}, done="I turned off airplane mode."),
-    UserAction("toggle_airplane_mode", _switch(AIRPLANE, True), "Please turn on airplane mode on your phone.",
-               arguments={"enabled": True}, done="I turned on airplane mode."),
-    UserAction("toggle_mobile_data", _switch(MOBILE_DATA, True), "Please turn on mobile data on your phone.",
-               arguments={"enabled": True}, done="I turned on mobile data."),
-    UserAction("toggle_mobile_data", _switch(MOBILE_DATA, False), "Please turn off mobile data on your phone.",
-               arguments={"enabled": False}, done="I turned off mobile data."),
-    UserAction("toggle_data_roaming", _switch(DATA_ROAMING, True), "Please turn on data roaming in your phone's settings.",
-               arguments={"enabled": True}, done="I turned on data roaming."),
-    UserAction("toggle_data_roaming", _switch(DATA_ROAMING, False), "Please turn off data roaming in your phone's settings.",
-               arguments={"enabled": False}, done="I turned off data roaming."),
+    _toggle("toggle_airplane_mode", AIRPLANE, "airplane mode", False),
+    _toggle("toggle_airplane_mode", AIRPLANE, "airplane mode", True),
+    _toggle("toggle_mobile_data", MOBILE_DATA, "mobile data", True),
+    _toggle("toggle_mobile_data", MOBILE_DATA, "mobile data", False),
+    _toggle("toggle_data_roaming", DATA_ROAMING, "data roaming", True, where="in your phone's settings"),
+    _toggle("toggle_data_roaming", DATA_ROAMING, "data roaming", False, where="in your phone's settings"),
     UserAction("reset_apn_settings", (
         r"\b(?:reset|restore)\b[^.?!;]*\b(?:apn|access point)",
         r"\b(?:apn|access point)[^.?!;]*\b(?:reset|back to (?:the )?defaults?|to (?:the )?defaults?)\b",

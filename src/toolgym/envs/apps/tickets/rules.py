@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from toolgym.envs.kit.codes import scrambled_symbols
+from toolgym.envs.kit.sql import Where
+
 CATEGORIES = ("concert", "sports", "theater", "comedy", "family")
-CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # 32 symbols, no 0/O or 1/I look-alikes
-_CODE_BITS = 30  # 6 symbols of 5 bits
-_CODE_MASK = (1 << _CODE_BITS) - 1
 ORDER_PREFIX = "TK"
 TRANSFER_PREFIX = "TR"
 
@@ -24,17 +24,10 @@ class Source(Protocol):
 def make_code(prefix: str, rowid: int) -> str:
     """'TK-' + 6 symbols for orders, 'TR-' + 6 for transfers, derived from the rowid.
 
-    Odd multipliers and xor-shifts are each invertible on 30 bits, so distinct rowids never share a code.
+    The scrambling is invertible on 30 bits, so distinct rowids never share a code.
     """
-    value = (rowid * 0x2545F491 + sum(map(ord, prefix)) * 0x9E3779) & _CODE_MASK
-    value ^= value >> 15
-    value = (value * 0x5BD1E995) & _CODE_MASK
-    value ^= value >> 13
-    symbols = []
-    for _ in range(6):
-        value, digit = divmod(value, 32)
-        symbols.append(CODE_ALPHABET[digit])
-    return f"{prefix}-{''.join(reversed(symbols))}"
+    start = rowid * 0x2545F491 + sum(map(ord, prefix)) * 0x9E3779
+    return f"{prefix}-{scrambled_symbols(start, 6, 0x5BD1E995, (15, 13))}"
 
 
 def order_code(rowid: int) -> str:
@@ -79,26 +72,16 @@ def find_events(
 ) -> list[dict[str, Any]]:
     """Events matching every given filter, soonest first. `performer` matches the performer's name or the
     event title (case-insensitive substring), so a team's away games are found too."""
-    clauses, params = [], []
-    if city is not None:
-        clauses.append("lower(v.city) = lower(?)")
-        params.append(city)
-    if category is not None:
-        clauses.append("p.category = ?")
-        params.append(category)
-    if date_from is not None:
-        clauses.append("e.date >= ?")
-        params.append(date_from)
-    if date_to is not None:
-        clauses.append("e.date <= ?")
-        params.append(date_to)
+    where = Where()
+    where.when(city, "lower(v.city) = lower(?)")
+    where.when(category, "p.category = ?")
+    where.when(date_from, "e.date >= ?")
+    where.when(date_to, "e.date <= ?")
     if performer is not None:
         needle = f"%{' '.join(performer.split()).lower()}%"
-        clauses.append("(lower(p.name) LIKE ? OR lower(e.title) LIKE ?)")
-        params += [needle, needle]
-    where = " AND ".join(clauses) or "1=1"
+        where.add("(lower(p.name) LIKE ? OR lower(e.title) LIKE ?)", needle, needle)
     return source.query(
-        f"SELECT {EVENT_COLUMNS} {EVENT_JOINS} WHERE {where} ORDER BY e.date, e.start_time, e.id", params)
+        f"SELECT {EVENT_COLUMNS} {EVENT_JOINS} WHERE {where.sql} ORDER BY e.date, e.start_time, e.id", where.params)
 
 
 def event_sections(source: Source, event_id: int) -> list[dict[str, Any]]:

@@ -63,6 +63,15 @@ def only_event(world: World, performer: str, date: str) -> bool:
     return len(find_events(world, performer=performer, date_from=date, date_to=date)) == 1
 
 
+def event_and_today(rng: random.Random, world: World) -> tuple[dict[str, Any], dt.date] | None:
+    """An on-sale event that prompts can name by performer and date, and a CURRENT_DATE before it."""
+    event = pick_event(rng, world, "2026-04-02", "2026-09-30", "on_sale")
+    if not only_event(world, event["performer"], event["date"]):
+        return None
+    today = kit.today_before(rng, kit.day_of(event["date"]))
+    return (event, today) if today is not None else None
+
+
 def seats_left_after(world: World, event_id: int, taken: int) -> int:
     row = world.one("SELECT SUM(seats_available) AS n FROM sections WHERE event_id=?", (event_id,))
     assert row is not None

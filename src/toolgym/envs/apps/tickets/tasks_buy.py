@@ -14,11 +14,10 @@ from toolgym.envs.apps.tickets.task_common import (
     NUMBER_WORDS,
     buyers,
     day_group,
+    event_and_today,
     next_order,
     next_transfer,
-    only_event,
     other_users,
-    pick_event,
     seats_left_after,
     sections_of,
     transfer_checks,
@@ -32,17 +31,16 @@ TEXTS = kit.module_texts(__file__)
 CARD_NAMES = {"visa": "Visa", "mastercard": "Mastercard", "amex": "Amex", "paypal": "PayPal"}
 
 
-def _event_and_today(rng: random.Random, world: World) -> tuple[dict[str, Any], dt.date] | None:
-    """An on-sale event that prompts can name by performer and date, and a CURRENT_DATE before it."""
-    event = pick_event(rng, world, "2026-04-02", "2026-09-30", "on_sale")
-    if not only_event(world, event["performer"], event["date"]):
-        return None
-    today = kit.today_before(rng, kit.day_of(event["date"]))
-    return (event, today) if today is not None else None
-
-
 def _seat_text(section: dict[str, Any], quantity: int) -> str:
     return ", ".join(f"row {r} seat {s}" for r, s in next_seats(section, quantity))
+
+
+def _fitting_sections(world: World, event: dict[str, Any], quantity: int) -> list[dict[str, Any]]:
+    """Sections with `quantity` seats free; none when the order is over the event's limit or would sell it out."""
+    fits = [s for s in sections_of(world, event["event_id"]) if s["seats_available"] >= quantity]
+    if quantity > event["max_per_order"] or not fits or seats_left_after(world, event["event_id"], quantity) <= 0:
+        return []
+    return fits
 
 
 def _party(count: int) -> str:
@@ -74,13 +72,13 @@ BUY_SECTION = TEXTS["BUY_SECTION"]
 
 def buy_section_tickets(rng: random.Random, world: World) -> TaskDraft | None:
     """Find the show, check the section has the seats, buy them (sometimes with a named card)."""
-    picked = _event_and_today(rng, world)
+    picked = event_and_today(rng, world)
     if picked is None:
         return None
     event, today = picked
     quantity = rng.choices([1, 2, 3, 4], weights=[2, 4, 2, 2])[0]
-    fits = [s for s in sections_of(world, event["event_id"]) if s["seats_available"] >= quantity]
-    if quantity > event["max_per_order"] or not fits or seats_left_after(world, event["event_id"], quantity) <= 0:
+    fits = _fitting_sections(world, event, quantity)
+    if not fits:
         return None
     section = rng.choice(fits)
     user = rng.choice(buyers(world))
@@ -177,7 +175,7 @@ BEST_WITHIN_BUDGET = TEXTS["BEST_WITHIN_BUDGET"]
 
 def best_section_within_budget(rng: random.Random, world: World) -> TaskDraft | None:
     """The most expensive section whose price for the whole party fits a total budget and has the seats."""
-    picked = _event_and_today(rng, world)
+    picked = event_and_today(rng, world)
     if picked is None:
         return None
     event, today = picked
@@ -219,7 +217,7 @@ BUY_AND_TRANSFER = TEXTS["BUY_AND_TRANSFER"]
 
 def buy_and_transfer(rng: random.Random, world: World) -> TaskDraft | None:
     """Two writes that depend on each other: buy N in the cheapest fitting section, then transfer K of them."""
-    picked = _event_and_today(rng, world)
+    picked = event_and_today(rng, world)
     if picked is None:
         return None
     event, today = picked
@@ -229,10 +227,8 @@ def buy_and_transfer(rng: random.Random, world: World) -> TaskDraft | None:
     else:
         quantity = rng.choice([2, 3, 4])
         give = rng.randint(1, quantity - 1)
-    section = cheapest_section(sections_of(world, event["event_id"]), quantity)
-    if quantity > event["max_per_order"] or section is None:
-        return None
-    if seats_left_after(world, event["event_id"], quantity) <= 0:
+    section = cheapest_section(_fitting_sections(world, event, quantity), quantity)
+    if section is None:
         return None
     user = rng.choice(buyers(world))
     friend = rng.choice(other_users(world, [user["id"]]))
@@ -267,16 +263,14 @@ SPLIT = TEXTS["SPLIT"]
 
 def split_between_friends(rng: random.Random, world: World) -> TaskDraft | None:
     """Buy one order and hand out parts of it to two friends, keeping the remainder."""
-    picked = _event_and_today(rng, world)
+    picked = event_and_today(rng, world)
     if picked is None:
         return None
     event, today = picked
     k1, k2, keep = rng.randint(1, 2), rng.randint(1, 2), rng.randint(1, 2)
     quantity = k1 + k2 + keep
-    fits = [s for s in sections_of(world, event["event_id"]) if s["seats_available"] >= quantity]
-    if quantity > event["max_per_order"] or not fits:
-        return None
-    if seats_left_after(world, event["event_id"], quantity) <= 0:
+    fits = _fitting_sections(world, event, quantity)
+    if not fits:
         return None
     section = rng.choice(fits)
     user = rng.choice(buyers(world))
@@ -326,10 +320,8 @@ def buy_cheapest_relative_day(rng: random.Random, world: World) -> TaskDraft | N
         return None
     when, argument, today, event = group.when, group.argument, group.today, group.events[0]
     quantity = rng.choices([1, 2, 3, 4], weights=[2, 4, 2, 1])[0]
-    section = cheapest_section(sections_of(world, event["event_id"]), quantity)
-    if event["status"] != "on_sale" or quantity > event["max_per_order"] or section is None:
-        return None
-    if seats_left_after(world, event["event_id"], quantity) <= 0:
+    section = cheapest_section(_fitting_sections(world, event, quantity), quantity)
+    if event["status"] != "on_sale" or section is None:
         return None
     user = rng.choice(buyers(world))
     phrasing, prompt = kit.phrase(

@@ -6,7 +6,14 @@ import datetime as dt
 import random
 
 from toolgym.envs import TaskDraft, World, kit
-from toolgym.envs.apps.tickets.task_common import NOUN, buyers, only_event, pick_event, sections_of
+from toolgym.envs.apps.tickets.task_common import (
+    NOUN,
+    buyers,
+    event_and_today,
+    only_event,
+    pick_event,
+    sections_of,
+)
 from toolgym.envs.apps.tickets.tasks_mine import pick_order
 
 TEXTS = kit.module_texts(__file__)
@@ -71,12 +78,10 @@ OVER_LIMIT = TEXTS["OVER_LIMIT"]
 
 def over_limit_impossible(rng: random.Random, world: World) -> TaskDraft | None:
     """More tickets than the event allows per order, in a section that has the seats: the limit forbids it."""
-    event = pick_event(rng, world, "2026-04-02", "2026-09-30", "on_sale")
-    if not only_event(world, event["performer"], event["date"]):
+    picked = event_and_today(rng, world)
+    if picked is None:
         return None
-    today = kit.today_before(rng, kit.day_of(event["date"]))
-    if today is None:
-        return None
+    event, today = picked
     quantity = event["max_per_order"] + rng.randint(1, 4)
     roomy = [s for s in sections_of(world, event["event_id"]) if s["seats_available"] >= quantity]
     if not roomy:

@@ -14,8 +14,7 @@ from toolgym.envs.apps.tickets.task_common import (
     NOUN,
     buyers,
     day_group,
-    only_event,
-    pick_event,
+    event_and_today,
     sections_of,
 )
 
@@ -26,12 +25,10 @@ CHEAPEST_SECTION = TEXTS["CHEAPEST_SECTION"]
 
 def cheapest_section_lookup(rng: random.Random, world: World) -> TaskDraft | None:
     """Find one show and read its seat map: the cheapest section that still has seats, and its price."""
-    event = pick_event(rng, world, "2026-04-02", "2026-09-30", "on_sale")
-    if not only_event(world, event["performer"], event["date"]):
+    picked = event_and_today(rng, world)
+    if picked is None:
         return None
-    today = kit.today_before(rng, kit.day_of(event["date"]))
-    if today is None:
-        return None
+    event, today = picked
     sections = sections_of(world, event["event_id"])
     available = [s for s in sections if s["seats_available"] > 0]
     if len(available) < 2:

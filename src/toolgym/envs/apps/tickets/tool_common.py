@@ -7,6 +7,7 @@ from typing import Any, Literal, get_args
 
 from toolgym.envs import ToolContext, ToolError, kit
 from toolgym.envs.apps.tickets.rules import CATEGORIES, EVENT_COLUMNS, EVENT_JOINS, normalize_code
+from toolgym.envs.kit.lookups import row_by_id
 
 MAX_EVENTS = 20
 MAX_ROWS = 25
@@ -32,12 +33,9 @@ def find_city(ctx: ToolContext, text: str) -> str:
 
 
 def find_event(ctx: ToolContext, event_id: int) -> dict[str, Any]:
-    row = ctx.one(
-        f"SELECT {EVENT_COLUMNS}, v.address, v.kind AS venue_kind, v.capacity AS venue_capacity, p.genre "
-        f"{EVENT_JOINS} WHERE e.id=?", (event_id,))
-    if row is None:
-        raise ToolError(f"argument 'event_id': no event with id {event_id}; use search_events to find one")
-    return row
+    return row_by_id(
+        ctx, f"SELECT {EVENT_COLUMNS}, v.address, v.kind AS venue_kind, v.capacity AS venue_capacity, p.genre "
+        f"{EVENT_JOINS} WHERE e.id=?", "event_id", event_id, "event", "use search_events to find one")
 
 
 def event_view(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from toolgym.envs.apps.tickets.tool_common import (
     today_iso,
     user_ref,
 )
+from toolgym.envs.kit.payments import listed_payment_methods
 
 
 @tool
@@ -67,12 +68,7 @@ def get_ticket_order(ctx: ToolContext, order_code: str) -> dict:
 @tool
 def list_my_ticket_payment_methods(ctx: ToolContext) -> list[dict[str, Any]]:
     """List the logged-in user's payment methods; purchases use the default one unless told otherwise."""
-    me = current_user(ctx)
-    rows = ctx.query(
-        "SELECT id AS payment_method_id, kind, last4, expires, is_default FROM payment_methods WHERE user_id=? "
-        "ORDER BY is_default DESC, id", (me["id"],))
-    month = today_iso(ctx)[:7]
-    return [{**r, "is_default": bool(r["is_default"]), "expired": r["expires"] < month} for r in rows]
+    return listed_payment_methods(ctx, ("user_id", current_user(ctx)["id"]))
 
 
 @tool

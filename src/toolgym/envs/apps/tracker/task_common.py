@@ -14,6 +14,7 @@ from typing import Any
 from toolgym.envs import World, kit
 from toolgym.envs.apps.tracker.data import FIRST_TODAY
 from toolgym.envs.apps.tracker.rules import done_statuses, priority_rank
+from toolgym.envs.kit.members import members_with
 
 TEXTS = kit.module_texts(__file__)
 
@@ -34,14 +35,7 @@ def project_by_id(world: World, project_id: int) -> dict[str, Any]:
 
 
 def members(world: World, project_id: int, roles: tuple[str, ...] = ("admin", "member")) -> list[str]:
-    marks = ",".join("?" * len(roles))
-    return [
-        r["username"]
-        for r in world.query(
-            f"SELECT username FROM project_members WHERE project_id=? AND role IN ({marks}) ORDER BY username",
-            (project_id, *roles),
-        )
-    ]
+    return members_with(world, "project_members", ("project_id", project_id), "role", roles)
 
 
 def sprint_in(world: World, project_id: int, state: str) -> dict[str, Any] | None:
