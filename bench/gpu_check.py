@@ -345,6 +345,7 @@ def part_setup(check: Check) -> dict[str, Any]:
     import torch
     from transformers import AutoTokenizer
 
+    from toolgym.agent.limits import EpisodeLimits
     from toolgym.chat.render import MODEL_CONFIG_FILE, Renderer
     from toolgym.data.convert import convert_run
     from toolgym.dataset.build import BuildConfig, generate_app_tasks
@@ -379,7 +380,8 @@ def part_setup(check: Check) -> dict[str, Any]:
     with timed(metrics, "oracle_rows_s", False):
         teacher = tasks[: shape.sft_tasks]
         summary = asyncio.run(run_rollout(teacher, OraclePolicy(), out_dir=check.work / "oracle", concurrency=8,
-                                          max_turns=12, renderer=Renderer(None, prompt_style="compact")))
+                                          limits=EpisodeLimits(max_turns=12),
+                                          renderer=Renderer(None, prompt_style="compact")))
         report = convert_run(check.work / "oracle", check.sft_rows)
     metrics.update(oracle_episodes=summary.episodes, oracle_passed=summary.passed, sft_rows=report.rows_out)
     if report.rows_out < 1:
@@ -392,6 +394,7 @@ def part_setup(check: Check) -> dict[str, Any]:
 
 def part_engine(check: Check) -> dict[str, Any]:
     """HFPolicy: a rollout through the episode loop, then raw batched generation at several batch sizes."""
+    from toolgym.agent.limits import EpisodeLimits
     from toolgym.policy.base import GenerationRequest, SamplingParams
     from toolgym.policy.hf import HFPolicy
     from toolgym.rollout.runner import run_rollout
@@ -411,13 +414,13 @@ def part_engine(check: Check) -> dict[str, Any]:
         with timed(metrics, "warmup_s", check.cuda):
             asyncio.run(run_rollout(tasks[:1], policy, out_dir=check.work / "engine_warmup", concurrency=1,
                                     sampling=SamplingParams(temperature=1.0, max_new_tokens=4, seed=1),
-                                    max_turns=1, max_context_tokens=shape.max_context_tokens))
+                                    limits=EpisodeLimits(max_turns=1, max_context_tokens=shape.max_context_tokens)))
         calls_before = policy.generate_calls
         began = time.perf_counter()
         summary = asyncio.run(run_rollout(tasks, policy, out_dir=check.work / "engine_rollout",
                                           samples_per_task=shape.samples, concurrency=episodes, sampling=sampling,
-                                          max_turns=2, max_context_tokens=shape.max_context_tokens,
-                                          timeout_s=600.0))
+                                          limits=EpisodeLimits(max_turns=2, timeout_s=600.0,
+                                                               max_context_tokens=shape.max_context_tokens)))
         seconds = time.perf_counter() - began
         rows = [json.loads(line) for line in (check.work / "engine_rollout" / "results.jsonl").read_text().splitlines()]
         output = sum(r["token_usage"]["output_tokens"] for r in rows)

@@ -144,6 +144,7 @@ def prepare_model(bench: Suite, threads: int, sft_steps: int | None = None) -> P
     from transformers import AutoTokenizer
     from trl.chat_template_utils import qwen3_chat_template
 
+    from toolgym.agent.limits import EpisodeLimits
     from toolgym.chat.render import Renderer
     from toolgym.data.convert import convert_run
     from toolgym.model.tiny import init_tiny
@@ -158,7 +159,7 @@ def prepare_model(bench: Suite, threads: int, sft_steps: int | None = None) -> P
     tokenizer.chat_template = qwen3_chat_template
     tokenizer.save_pretrained(str(base))
     asyncio.run(run_rollout(bench.teacher_tasks(), OraclePolicy(), out_dir=cache / "oracle", concurrency=8,
-                            max_turns=MAX_TURNS, renderer=Renderer(None, prompt_style="full"),
+                            limits=EpisodeLimits(max_turns=MAX_TURNS), renderer=Renderer(None, prompt_style="full"),
                             env_factory=bench.env_factory))
     convert_run(cache / "oracle", cache / "oracle_rows.jsonl")
     run_sft(SFTConfig(data=str(cache / "oracle_rows.jsonl"), model=str(base), out=str(cache / f"sft{suffix}"),

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.dataset.build import BuildConfig, generate_app_tasks
 from toolgym.envs import app_names, get_app
 from toolgym.model.tiny import init_tiny
@@ -59,7 +60,7 @@ def measure(model_dir: Path, tasks: list[Task], concurrency: int, sampling: Samp
         started = time.perf_counter()
         try:
             summary = await run_rollout(tasks, policy, out_dir=out, concurrency=concurrency, sampling=sampling,
-                                        max_turns=max_turns, timeout_s=3600)
+                                        limits=EpisodeLimits(max_turns=max_turns, timeout_s=3600))
         finally:
             await policy.close()
         if summary.error:

@@ -41,6 +41,7 @@ def main() -> None:
     import torch
 
     from rollout import bench_tasks
+    from toolgym.agent.limits import EpisodeLimits
     from toolgym.policy.base import Policy, SamplingParams
     from toolgym.policy.hf import HFPolicy
     from toolgym.policy.vllm_policy import VLLMPolicy
@@ -55,7 +56,7 @@ def main() -> None:
         async def run() -> float:
             started = time.perf_counter()
             summary = await run_rollout(tasks, policy, out_dir=out, concurrency=args.concurrency, sampling=sampling,
-                                        max_turns=args.max_turns, timeout_s=3600)
+                                        limits=EpisodeLimits(max_turns=args.max_turns, timeout_s=3600))
             if summary.error:
                 raise RuntimeError(f"{summary.error} episode(s) failed: {summary.errors_by_cause}")
             return time.perf_counter() - started

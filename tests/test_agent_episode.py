@@ -20,6 +20,7 @@ from test_agent_support import (
     user_task,
 )
 from toolgym.agent.episode import DONE_TOOL, run_episode
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.chat.render import Renderer
 from toolgym.policy.base import PolicyError, SamplingParams
 from toolgym.schema import Episode, Message, RowExists, ToolCall
@@ -176,7 +177,7 @@ def test_verifier_error_is_an_infrastructure_error_not_a_zero() -> None:
 def test_max_turns() -> None:
     tokenizer = tiny_tokenizer()
     policy = ScriptedTokenPolicy(tokenizer, [call_text("list_my_notes")] * 3)
-    episode = run(toy_task(), policy, max_turns=3)
+    episode = run(toy_task(), policy, limits=EpisodeLimits(max_turns=3))
     assert (episode.status, episode.stop_reason) == ("truncated", "max_turns")
     assert episode.turns == 3 and episode.tool_calls_by_tool == {"list_my_notes": 3}
     assert episode.verdict is not None and episode.verdict.error is None and episode.reward == 0.0
@@ -189,7 +190,7 @@ def test_context_budget_stops_before_a_prompt_would_not_fit() -> None:
     first_prompt = len(renderer.prompt_ids(renderer.initial_messages(toy_task(), toy_env().tool_specs(), "You manage notes."), toy_env().tool_specs()))
     budget = first_prompt + 150  # room for turn 1, not for the notes list and a second turn
     policy = ScriptedTokenPolicy(tokenizer, [call_text("list_my_notes")] * 5)
-    episode = run(toy_task(), policy, renderer, max_context_tokens=budget)
+    episode = run(toy_task(), policy, renderer, limits=EpisodeLimits(max_context_tokens=budget))
     assert (episode.status, episode.stop_reason) == ("truncated", "context")
     assert episode.turns >= 1
     for turn in episode.token_turns:
@@ -204,7 +205,8 @@ def test_a_turn_cut_by_the_context_budget_is_context_not_max_tokens() -> None:
     tools = toy_env().tool_specs()
     first_prompt = len(renderer.prompt_ids(renderer.initial_messages(toy_task(), tools, "You manage notes."), tools))
     long_answer = "This answer goes on and on " * 20
-    episode = run(toy_task(), ScriptedTokenPolicy(tokenizer, [long_answer]), renderer, max_context_tokens=first_prompt + 10)
+    episode = run(toy_task(), ScriptedTokenPolicy(tokenizer, [long_answer]), renderer,
+                  limits=EpisodeLimits(max_context_tokens=first_prompt + 10))
     assert (episode.status, episode.stop_reason) == ("truncated", "context")
     assert len(episode.token_turns[0].completion_ids) == 10
 
@@ -231,7 +233,7 @@ def test_a_cut_turn_with_a_complete_call_goes_on_and_is_closed_outside_the_mask(
 
 def test_timeout() -> None:
     tokenizer = tiny_tokenizer()
-    episode = run(toy_task(), SlowPolicy(tokenizer), timeout_s=0.05)
+    episode = run(toy_task(), SlowPolicy(tokenizer), limits=EpisodeLimits(timeout_s=0.05))
     assert (episode.status, episode.stop_reason) == ("truncated", "timeout")
     assert episode.verdict is not None and episode.reward == 0.0
 
@@ -243,7 +245,8 @@ def test_timeout_during_a_user_reply() -> None:
             return "late", None
 
     tokenizer = tiny_tokenizer()
-    episode = run(user_task(), ScriptedTokenPolicy(tokenizer, ["Hello?"]), user_simulator=SlowUser([]), timeout_s=0.05)
+    episode = run(user_task(), ScriptedTokenPolicy(tokenizer, ["Hello?"]), user_simulator=SlowUser([]),
+                  limits=EpisodeLimits(timeout_s=0.05))
     assert (episode.status, episode.stop_reason) == ("truncated", "timeout")
 
 
@@ -255,7 +258,7 @@ def test_done_tool_ends_with_its_answer() -> None:
     ]
     renderer = Renderer(tokenizer, prompt_style="compact")
     policy = ScriptedTokenPolicy(tokenizer, script)
-    episode = run(toy_task(), policy, renderer, done_tool=True)
+    episode = run(toy_task(), policy, renderer, limits=EpisodeLimits(done_tool=True))
     assert (episode.status, episode.stop_reason) == ("ok", "done_tool")
     assert episode.final_answer == "Added it." and episode.reward == 1.0
     assert DONE_TOOL in episode.tools
@@ -306,7 +309,7 @@ def test_the_model_context_caps_the_budget() -> None:
     first_prompt = len(renderer.prompt_ids(renderer.initial_messages(toy_task(), tools, "You manage notes."), tools))
     tokenizer.model_max_length = first_prompt + 40
     policy = ScriptedTokenPolicy(tokenizer, [call_text("list_my_notes")] * 3)
-    episode = run(toy_task(), policy, renderer, max_context_tokens=100_000)
+    episode = run(toy_task(), policy, renderer, limits=EpisodeLimits(max_context_tokens=100_000))
     assert (episode.status, episode.stop_reason) == ("truncated", "context")
     assert policy.requests[0].sampling.max_new_tokens == 40
 
@@ -328,7 +331,8 @@ def test_default_renderer_follows_the_model_folder(tmp_path: Path) -> None:
 def test_max_format_errors_ends_the_episode_at_the_malformed_call() -> None:
     tokenizer = tiny_tokenizer()
     policy = ScriptedTokenPolicy(tokenizer, MULTI_TURN_SCRIPT)
-    episode = run(toy_task(), policy, Renderer(tokenizer, prompt_style="compact"), max_format_errors=1)
+    episode = run(toy_task(), policy, Renderer(tokenizer, prompt_style="compact"),
+                  limits=EpisodeLimits(max_format_errors=1))
     assert episode.status == "truncated" and episode.stop_reason == "format_errors"
     assert episode.turns == 3 and episode.format_errors == 1  # the third turn was the malformed call
     assert episode.verdict is not None and episode.reward == 1.0  # verified on its state like any episode
@@ -336,4 +340,4 @@ def test_max_format_errors_ends_the_episode_at_the_malformed_call() -> None:
     assert masked_ids(episode) == [i for ids in policy.sampled for i in ids]
     # without the limit the same script runs on past that call
     assert run(toy_task(), ScriptedTokenPolicy(tokenizer, MULTI_TURN_SCRIPT), Renderer(tokenizer, prompt_style="compact"),
-               max_format_errors=2).stop_reason == "answer"
+               limits=EpisodeLimits(max_format_errors=2)).stop_reason == "answer"

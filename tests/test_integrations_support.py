@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.chat.render import Renderer
 from toolgym.data.convert import convert_run
 from toolgym.dataset.build import BuildConfig, generate_app_tasks
@@ -35,7 +36,8 @@ def app_tasks(app: str = APP, count: int = 6) -> tuple[Task, ...]:
 
 def oracle_rows(out_dir: Path, tasks: tuple[Task, ...], prompt_style: str) -> tuple[Path, list[dict[str, Any]]]:
     """`toolgym data convert` of the oracle's episodes of `tasks`, rolled out in `prompt_style`."""
-    asyncio.run(run_rollout(list(tasks), OraclePolicy(), out_dir=out_dir / "run", max_turns=12,
+    asyncio.run(run_rollout(list(tasks), OraclePolicy(), out_dir=out_dir / "run",
+                            limits=EpisodeLimits(max_turns=12),
                             renderer=Renderer(None, prompt_style=prompt_style)))  # type: ignore[arg-type]
     rows_path = out_dir / "rows.jsonl"
     report = convert_run(out_dir / "run", rows_path)

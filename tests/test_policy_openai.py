@@ -19,6 +19,7 @@ import pytest
 from openai.types.chat import ChatCompletionMessage
 
 from test_rollout_support import PolicyServer, env_factory, policy_server, tiny_model_dir, toy_tasks
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError, SamplingParams
 from toolgym.policy.hf import HFPolicy
 from toolgym.policy.openai_policy import OpenAIPolicy, chat_message_to_generation
@@ -40,7 +41,7 @@ def server() -> Iterator[PolicyServer]:
 def _rollout(policy: Policy, out: Path, concurrency: int = 3, samples: int = 2,
              sampling: SamplingParams = GREEDY) -> list[dict]:
     asyncio.run(run_rollout(toy_tasks(), policy, out_dir=out, samples_per_task=samples, concurrency=concurrency,
-                            sampling=sampling, max_turns=3, env_factory=env_factory))
+                            sampling=sampling, limits=EpisodeLimits(max_turns=3), env_factory=env_factory))
     return sorted(read_rows(out / RESULTS_FILE), key=row_key)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from test_rollout_support import env_factory, toy_tasks
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.dataset.manifest import read_manifest
 from toolgym.eval.report import write_report
 from toolgym.policy.base import Generation, GenerationRequest, Policy
@@ -83,7 +84,8 @@ def _rollout(tasks: list[Task], out: Path, policy: Policy, **kwargs: Any) -> Rol
 
 def test_a_hostile_policy_is_scored_and_every_row_is_written_readable_and_resumable(tmp_path: Path) -> None:
     tasks = _hostile_tasks()
-    summary = _rollout(tasks, tmp_path, HostilePolicy(), samples_per_task=2, concurrency=4, max_turns=4)
+    summary = _rollout(tasks, tmp_path, HostilePolicy(), samples_per_task=2, concurrency=4,
+                       limits=EpisodeLimits(max_turns=4))
     results = tmp_path / RESULTS_FILE
     written = results.read_bytes()
     written.decode("utf-8")  # strict UTF-8 on disk
@@ -101,7 +103,8 @@ def test_a_hostile_policy_is_scored_and_every_row_is_written_readable_and_resuma
         if not row["task_id"].startswith("toy/plain-text/"):
             assert row["metrics"]["format_errors"] + row["metrics"]["tool_errors"] >= 1, row["task_id"]
     # Resuming the finished run is a no-op: nothing re-run, nothing rewritten, nothing crashes.
-    again = _rollout(tasks, tmp_path, HostilePolicy(), samples_per_task=2, concurrency=4, max_turns=4)
+    again = _rollout(tasks, tmp_path, HostilePolicy(), samples_per_task=2, concurrency=4,
+                     limits=EpisodeLimits(max_turns=4))
     assert (again.ran, again.skipped, again.episodes) == (0, len(rows), len(rows))
     assert results.read_bytes() == written
     markdown, html = write_report(tmp_path, tmp_path / "report")

@@ -24,6 +24,7 @@ import pytest
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 from test_rollout_support import subprocess_env, suite_tasks
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.config.evaluation import EvalConfig
 from toolgym.config.pieces import RayWorkers
 from toolgym.dataset.manifest import read_manifest
@@ -275,10 +276,10 @@ def test_the_grpo_pool_on_ray_returns_what_the_local_pool_returns_in_the_same_or
     from toolgym.train.grpo.rollouts import RolloutPool
 
     tasks, sampling = _tasks()[::2], SamplingParams(seed=5)
-    episode_kwargs: dict[str, object] = {"max_turns": 20, "timeout_s": 60.0}
-    local_pool = RolloutPool(make_policy("oracle"), slots=4, env_factory=make_env, episode_kwargs=episode_kwargs)
+    limits = EpisodeLimits(max_turns=20, timeout_s=60.0)
+    local_pool = RolloutPool(make_policy("oracle"), slots=4, env_factory=make_env, limits=limits)
     ray_pool = RayRolloutPool(functools.partial(make_policy, "oracle"), RayWorkers(ray=cluster), slots=4,
-                              episode_kwargs=episode_kwargs)
+                              limits=limits)
     try:
         here = asyncio.run(local_pool.run(tasks, 3, sampling))
         there = asyncio.run(ray_pool.run(tasks, 3, sampling))

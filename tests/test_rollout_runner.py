@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from test_rollout_support import broken_tasks, env_factory, suite_tasks, tiny_model_dir, toy_tasks
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.agent.users import ScriptedUserSimulator
 from toolgym.policy.base import SamplingParams
 from toolgym.policy.oracle import OraclePolicy
@@ -87,7 +88,8 @@ def test_rows_have_the_verifiers_shape_and_round_trip_to_the_episode(tmp_path: P
     policy = HFPolicy(tiny_model_dir())
     try:
         _run(toy_tasks()[:2], tmp_path, policy, samples_per_task=2,
-             sampling=SamplingParams(temperature=1.0, max_new_tokens=24, seed=3), max_turns=2)
+             sampling=SamplingParams(temperature=1.0, max_new_tokens=24, seed=3),
+             limits=EpisodeLimits(max_turns=2))
     finally:
         asyncio.run(policy.close())
     rows = read_rows(tmp_path / RESULTS_FILE)
@@ -146,7 +148,8 @@ def test_resume_refuses_new_weights_written_to_the_same_checkpoint_path(tmp_path
     def run(out: Path):  # type: ignore[no-untyped-def]
         policy = HFPolicy(model)
         try:
-            return _run(toy_tasks()[:1], out, policy, sampling=sampling, max_turns=1), policy.weights
+            summary = _run(toy_tasks()[:1], out, policy, sampling=sampling, limits=EpisodeLimits(max_turns=1))
+            return summary, policy.weights
         finally:
             asyncio.run(policy.close())
 

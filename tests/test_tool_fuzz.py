@@ -23,6 +23,7 @@ import pytest
 
 from test_agent_support import ScriptedChatPolicy, ScriptedTokenPolicy, tiny_tokenizer, toy_env, toy_task
 from toolgym.agent.episode import run_episode
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.chat.parse import MAX_JSON_DEPTH, HermesParser
 from toolgym.dataset.build import BuildConfig, generate_app_tasks, generate_composition_tasks
 from toolgym.envs import Environment, app_names, get_app, make_env
@@ -224,7 +225,7 @@ def test_token_mode_episode_with_hostile_calls_is_scored() -> None:
         '<tool_call>{"name": "list_my_notes", "arguments": {"x": ' + "9" * 200 + "}}</tool_call>",
         "I did it.",
     ]
-    episode = run(ScriptedTokenPolicy(tiny_tokenizer(), hostile), max_turns=len(hostile))
+    episode = run(ScriptedTokenPolicy(tiny_tokenizer(), hostile), limits=EpisodeLimits(max_turns=len(hostile)))
     assert episode.status == "ok" and episode.stop_reason == "answer", episode.error
     assert episode.verdict is not None and episode.verdict.error is None
     assert episode.reward < 1.0 and not episode.succeeded  # scored, and it failed
@@ -246,7 +247,7 @@ def test_chat_mode_calls_from_a_server_parser_are_screened_then_meet_the_boundar
         for i, args in enumerate(calls)
     ]
     script.append(Message(role="assistant", content="Done."))
-    episode = run(ScriptedChatPolicy(script), max_turns=len(script))
+    episode = run(ScriptedChatPolicy(script), limits=EpisodeLimits(max_turns=len(script)))
     assert episode.status == "ok" and episode.stop_reason == "answer", episode.error
     assert (episode.format_errors, episode.tool_errors) == (4, 3)
     assert episode.verdict is not None and episode.verdict.error is None and not episode.succeeded

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from test_rollout_support import broken_tasks, env_factory, toy_tasks
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.chat.render import Renderer
 from toolgym.data.convert import convert_run
 from toolgym.policy.base import Generation, GenerationRequest, Policy, SamplingParams
@@ -73,7 +74,8 @@ def mixed_tasks() -> list[Task]:
 def run_toy(out_dir: Path, policy: Policy, tasks: list[Task], *, renderer: Renderer | None = None,
             max_turns: int = 3, samples_per_task: int = 1) -> RolloutSummary:
     return asyncio.run(run_rollout(
-        tasks, policy, out_dir=out_dir, samples_per_task=samples_per_task, concurrency=1, max_turns=max_turns,
+        tasks, policy, out_dir=out_dir, samples_per_task=samples_per_task, concurrency=1,
+        limits=EpisodeLimits(max_turns=max_turns),
         env_factory=env_factory, renderer=renderer, sampling=SamplingParams(temperature=0.0, max_new_tokens=64),
     ))
 

@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse
 
 from test_user_sim_support import ChatScript, dual_task
 from toolgym.agent.episode import run_episode
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.agent.users import InstructingOraclePolicy, LLMUserSimulator
 from toolgym.envs import Environment, make_env
 from toolgym.policy.base import Policy, SamplingParams
@@ -118,7 +119,7 @@ def run(task: Task, policy: Policy, url: str, **options: Any) -> tuple[Episode, 
     async def episode() -> Episode:
         try:
             return await run_episode(task, env, policy, SamplingParams(temperature=0.0), user_simulator=simulator,
-                                     max_turns=8)
+                                     limits=EpisodeLimits(max_turns=8))
         finally:
             await simulator.close()
 

@@ -10,6 +10,7 @@ import pytest
 
 from test_user_sim_support import ChatScript, dual_task, dual_tasks
 from toolgym.agent.episode import run_episode
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.agent.user import STOP_MARKER
 from toolgym.agent.users import (
     InstructingOraclePolicy,
@@ -32,7 +33,7 @@ ACTIONS = app_user_actions([APP])
 def run(task: Task, policy: Policy, max_turns: int = 20) -> tuple[Episode, Environment]:
     env = make_env(task.env)
     episode = asyncio.run(run_episode(task, env, policy, SAMPLING, user_simulator=ScriptedUserSimulator(),
-                                      max_turns=max_turns))
+                                      limits=EpisodeLimits(max_turns=max_turns)))
     return episode, env
 
 

@@ -7,6 +7,7 @@ light parts (rendering for the tokenizer build, parsing) do not pull in policies
 
 from typing import Any
 
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.agent.samples import build_samples
 from toolgym.agent.user import UserSimulator, UserTermination, split_termination
 from toolgym.chat.parse import (
@@ -33,6 +34,7 @@ __all__ = [
     "MODEL_CONFIG_FILE",
     "PARSERS",
     "PROMPT_STYLES",
+    "EpisodeLimits",
     "HermesParser",
     "ParseResult",
     "PromptStyle",

@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.agent.samples import build_samples
 from toolgym.agent.user import MARKER_OF, UserSimulator, UserTermination, bind_user_simulator
 from toolgym.chat.parse import ParseResult, ToolCallParser, get_parser, screen_calls
@@ -73,12 +74,8 @@ class _EpisodeRun:
         sample_index: int,
         renderer: Renderer | None,
         parser: ToolCallParser | None,
-        max_turns: int,
-        max_context_tokens: int,
-        timeout_s: float,
-        done_tool: bool,
+        limits: EpisodeLimits,
         user_simulator: UserSimulator | None,
-        max_format_errors: int | None,
     ) -> None:
         self.task = task
         self.env = env
@@ -90,19 +87,20 @@ class _EpisodeRun:
             renderer = Renderer(policy.tokenizer, prompt_style=style)
         self.renderer = renderer
         self.parser = parser if parser is not None else get_parser("hermes")
-        self.max_turns = max_turns
-        self.max_format_errors = max_format_errors
+        self.max_turns = limits.max_turns
+        self.max_format_errors = limits.max_format_errors
         # A model's own context (tokenizer.model_max_length, set by init_tiny) caps the budget, so a
         # long episode stops with "context" instead of a policy error.
+        max_context_tokens = limits.max_context_tokens
         model_limit = getattr(policy.tokenizer, "model_max_length", None)
         if isinstance(model_limit, int) and 0 < model_limit < 10**8:
             max_context_tokens = min(max_context_tokens, model_limit)
         self.max_context_tokens = max_context_tokens
-        self.done_tool = done_tool
+        self.done_tool = limits.done_tool
         self.user_simulator = user_simulator if task.user_scenario is not None else None
-        self.tools: list[ToolSpec] = env.tool_specs("agent") + ([DONE_TOOL] if done_tool else [])
+        self.tools: list[ToolSpec] = env.tool_specs("agent") + ([DONE_TOOL] if limits.done_tool else [])
         self.started = time.perf_counter()
-        self.deadline = self.started + timeout_s
+        self.deadline = self.started + limits.timeout_s
         self.counts: Counter[str] = Counter()
         self.episode = Episode(
             task_id=task.id,
@@ -372,27 +370,22 @@ async def run_episode(
     sample_index: int = 0,
     renderer: Renderer | None = None,
     parser: ToolCallParser | None = None,
-    max_turns: int = 20,
-    max_context_tokens: int = 4096,
-    timeout_s: float = 120.0,
-    done_tool: bool = False,
+    limits: EpisodeLimits | None = None,
     user_simulator: UserSimulator | None = None,
-    max_format_errors: int | None = None,
 ) -> Episode:
     """Run one episode of `task` in `env` (reset here with the task's env_variables) and verify it.
 
-    Token mode: every turn's prompt + generation fits `max_context_tokens` (capped by the
+    `limits` (None: the defaults) may be any config that holds them (EvalConfig, RolloutConfig, ...).
+    Token mode: every turn's prompt + generation fits `limits.max_context_tokens` (capped by the
     tokenizer's `model_max_length`): a turn gets at most the room left, and an episode that runs
     out of room stops with stop_reason "context". Chat mode leaves context limits to the server.
     Never raises for a broken env, policy, simulator or verifier: those give `status="error"`.
     The caller owns `env` (it is left open, in its final state, for inspection).
-    `max_format_errors` ends the episode once that many malformed tool calls were answered with
+    `limits.max_format_errors` ends the episode once that many malformed tool calls were answered with
     feedback (None: never; 1: the first malformed call ends it, as TRL's tool loop does).
     """
     run = _EpisodeRun(
-        task, env, policy, sampling,
-        sample_index=sample_index, renderer=renderer, parser=parser, max_turns=max_turns,
-        max_context_tokens=max_context_tokens, timeout_s=timeout_s, done_tool=done_tool,
-        user_simulator=user_simulator, max_format_errors=max_format_errors,
+        task, env, policy, sampling, sample_index=sample_index, renderer=renderer, parser=parser,
+        limits=limits if limits is not None else EpisodeLimits(), user_simulator=user_simulator,
     )
     return await run.run()

@@ -87,10 +87,8 @@ def rollout(
         summary = run_until_signalled(
             run_rollout(
                 selected, policy_factory, out_dir=out, samples_per_task=settings.samples_per_task,
-                concurrency=settings.concurrency, sampling=sampling, max_turns=settings.max_turns,
-                max_context_tokens=settings.max_context_tokens, timeout_s=settings.timeout_s,
-                max_format_errors=settings.max_format_errors, done_tool=settings.done_tool,
-                user_simulator=simulator, tasks_sha256=sha256_file(tasks_path), tasks_path=tasks_path,
+                concurrency=settings.concurrency, sampling=sampling, limits=settings, user_simulator=simulator,
+                tasks_sha256=sha256_file(tasks_path), tasks_path=tasks_path,
                 config={"split": settings.split, "env": env, "limit": settings.limit, "policy_spec": policy,
                         "env_mcp": settings.env_mcp},
                 **({"env_factory": env_factory} if env_factory is not None else {}),

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
+
+from toolgym.schema.section import Section as Section  # defined at the bottom layer, for the agent's limits
 
 Model = TypeVar("Model", bound=BaseModel)
 REPEATABLE = "repeatable"  # a list field's json_schema_extra key: its flag repeats (items may hold commas)
@@ -20,12 +22,6 @@ REPEATABLE = "repeatable"  # a list field's json_schema_extra key: its flag repe
 
 class ConfigError(ValueError):
     """A config file that cannot be used; the message names the file and the field."""
-
-
-class Section(BaseModel):
-    """A piece of the config tree: unknown keys are errors, field docstrings are the help text."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 def _model_at(cls: type[BaseModel], loc: tuple[Any, ...]) -> Any:

@@ -1,7 +1,8 @@
 """Shared pieces of the config tree: each default is stated here once and composed into the commands' configs.
 
 Composition is by inheritance where the YAML keeps one flat mapping (an eval's `max_turns` sits next to its
-`trials`) and by a nested field where the YAML has a section (`lora:`).
+`trials`) and by a nested field where the YAML has a section (`lora:`). `EpisodeLimits` is the agent loop's
+own (toolgym.agent.limits), re-exported here so the loop takes the validated settings as they are.
 """
 
 from __future__ import annotations
@@ -10,26 +11,12 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
+from toolgym.agent.limits import EpisodeLimits as EpisodeLimits  # the agent loop's, composed here
 from toolgym.config.base import Section
 
 DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 Split = Literal["train", "heldout_tasks", "heldout_env"]
 SelectedSplit = Literal["train", "heldout_tasks", "heldout_env", "eval"]
-
-
-class EpisodeLimits(Section):
-    """How long one episode may run (the agent loop's limits)."""
-
-    max_turns: int = Field(20, ge=1)
-    """Agent turns per episode at most."""
-    max_context_tokens: int = Field(4096, ge=16)
-    """Prompt plus history tokens at most; an episode that outgrows it ends truncated."""
-    timeout_s: float = Field(120.0, gt=0)
-    """Wall clock per episode, seconds."""
-    done_tool: bool = False
-    """Give the agent a `done(answer)` tool."""
-    max_format_errors: int | None = Field(None, ge=1)
-    """End an episode after this many malformed tool calls (null: answer each with feedback and go on)."""
 
 
 class Sampling(Section):

@@ -84,9 +84,7 @@ async def run_eval(
     digest = tasks_sha256 or tasks_digest(tasks)
     rollouts: dict[str, RolloutSummary] = {}
     common = {
-        "concurrency": config.concurrency, "max_turns": config.max_turns,
-        "max_context_tokens": config.max_context_tokens, "timeout_s": config.timeout_s,
-        "done_tool": config.done_tool, "max_format_errors": config.max_format_errors, "env_factory": env_factory, "tasks_sha256": digest,
+        "concurrency": config.concurrency, "limits": config, "env_factory": env_factory, "tasks_sha256": digest,
         "tasks_path": tasks_path, "progress": progress, "console": console, "ray": pool,
     }
     try:

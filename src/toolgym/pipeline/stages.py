@@ -251,6 +251,7 @@ def teacher_done(ctx: Context) -> bool:
 
 
 def run_teacher(ctx: Context) -> dict[str, Any]:
+    from toolgym.agent.limits import EpisodeLimits
     from toolgym.chat.render import Renderer, load_prompt_style
     from toolgym.data.convert import ConvertOptions, convert_run
     from toolgym.data.validate import validate_file
@@ -271,7 +272,8 @@ def run_teacher(ctx: Context) -> dict[str, Any]:
         tasks, policy, out_dir=out, samples_per_task=settings.samples_per_task, concurrency=settings.concurrency,
         sampling=SamplingParams(temperature=settings.temperature, max_new_tokens=settings.max_new_tokens,
                                 seed=ctx.config.seed),
-        max_turns=settings.max_turns, timeout_s=settings.timeout_s, renderer=Renderer(None, prompt_style=style),
+        limits=EpisodeLimits(max_turns=settings.max_turns, timeout_s=settings.timeout_s),
+        renderer=Renderer(None, prompt_style=style),
         tasks_sha256=sha256_file(ctx.dataset), tasks_path=ctx.dataset, config={"stage": "teacher"},
         progress=ctx.progress, console=ctx.console))
     asyncio.run(policy.close())

@@ -39,6 +39,8 @@ from ray.exceptions import (
     WorkerCrashedError,
 )
 
+from toolgym.agent.limits import EpisodeLimits
+from toolgym.agent.user import UserSimulator
 from toolgym.chat.parse import ToolCallParser
 from toolgym.chat.render import Renderer
 from toolgym.config.pieces import RayWorkers
@@ -120,10 +122,10 @@ class EpisodeActor:
         """The digest of the weights this worker samples with (for checks against the trainer's)."""
         return str(self.policy.weights_digest())  # type: ignore[attr-defined]
 
-    async def run(self, task: Task, sample_index: int, sampling: SamplingParams,
-                  episode_kwargs: dict[str, Any]) -> Episode:
+    async def run(self, task: Task, sample_index: int, sampling: SamplingParams, limits: EpisodeLimits,
+                  user_simulator: UserSimulator | None) -> Episode:
         worker = self.idle.pop() if self.idle else self._new_worker()
-        worker.episode_kwargs = dict(episode_kwargs)
+        worker.limits, worker.user_simulator = limits, user_simulator
         try:
             return await worker.run(task, sample_index, sampling)
         finally:
@@ -260,13 +262,15 @@ class RayWorkerPool:
         self,
         pending: deque[tuple[Task, int]],
         sampling: SamplingParams,
-        episode_kwargs: dict[str, Any],
         record: Record,
+        *,
+        limits: EpisodeLimits,
+        user_simulator: UserSimulator | None = None,
     ) -> int:
         """Run every pending (task, sample_index), passing each Episode to `record` as it finishes (in the
         order they finish); returns how many episodes ran again after their worker was lost."""
-        kwargs_ref = ray.put(episode_kwargs)
-        deadline_s = float(episode_kwargs.get("timeout_s") or 0) + 2 * TIMEOUT_GRACE_S
+        limits_ref, user_ref = ray.put(limits), ray.put(user_simulator)
+        deadline_s = limits.timeout_s + 2 * TIMEOUT_GRACE_S
         attempts: dict[tuple[str, int], int] = {}
         in_flight: dict[asyncio.Future[Any], _Flight] = {}
         retried = 0
@@ -274,7 +278,7 @@ class RayWorkerPool:
             while pending or in_flight:
                 while pending and (worker := self._free_worker()) is not None:
                     task, sample_index = pending.popleft()
-                    ref = worker.actor.run.remote(task, sample_index, sampling, kwargs_ref)
+                    ref = worker.actor.run.remote(task, sample_index, sampling, limits_ref, user_ref)
                     worker.busy += 1
                     in_flight[asyncio.wrap_future(ref.future())] = _Flight(worker, task, sample_index, ref)
                 if not in_flight:
@@ -291,11 +295,10 @@ class RayWorkerPool:
                         retried += 1
                     else:
                         record(flight.task, flight.sample_index, episode)
-                if deadline_s > 2 * TIMEOUT_GRACE_S:
-                    now = time.monotonic()
-                    for flight in list(in_flight.values()):
-                        if now - flight.started > deadline_s:
-                            self._lose(flight.worker, f"no answer {deadline_s:g}s after an episode started")
+                now = time.monotonic()
+                for flight in list(in_flight.values()):
+                    if now - flight.started > deadline_s:
+                        self._lose(flight.worker, f"no answer {deadline_s:g}s after an episode started")
         except BaseException:
             for future, flight in in_flight.items():  # stopped: what is in flight is not written, a re-run runs it
                 future.cancel()
@@ -343,9 +346,9 @@ class RayRolloutPool:
     GRPO), never the trainer's in-process model object."""
 
     def __init__(self, policy_factory: Callable[[], Policy], settings: RayWorkers, *, slots: int,
-                 env_factory: Callable[[str], Environment] = make_env, episode_kwargs: dict[str, object]) -> None:
+                 env_factory: Callable[[str], Environment] = make_env, limits: EpisodeLimits) -> None:
         self.pool = RayWorkerPool(policy_factory, settings, concurrency=slots, env_factory=env_factory)
-        self.episode_kwargs = dict(episode_kwargs)
+        self.limits = limits
 
     async def run(self, tasks: list[Task], samples_per_task: int, sampling: SamplingParams) -> list[Episode]:
         """samples_per_task episodes of every task; each gets its own seed (task id, sample index)."""
@@ -359,7 +362,7 @@ class RayRolloutPool:
         def record(task: Task, sample_index: int, episode: Episode) -> None:
             results[(positions[(task.id, sample_index)].popleft(), sample_index)] = episode
 
-        await self.pool.run_episodes(pending, sampling, self.episode_kwargs, record)
+        await self.pool.run_episodes(pending, sampling, record, limits=self.limits)
         return [results[key] for key in sorted(results)]
 
     def load(self, version: int, path: str, label: str) -> None:

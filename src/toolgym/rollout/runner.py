@@ -36,6 +36,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.agent.user import UserSimulator
 from toolgym.chat.parse import ToolCallParser
 from toolgym.chat.render import Renderer
@@ -260,12 +261,8 @@ async def run_rollout(
     samples_per_task: int = 1,
     concurrency: int = 8,
     sampling: SamplingParams | None = None,
-    max_turns: int = 20,
-    max_context_tokens: int = 4096,
-    timeout_s: float = 120.0,
-    done_tool: bool = False,
+    limits: EpisodeLimits | None = None,
     user_simulator: UserSimulator | None = None,
-    max_format_errors: int | None = None,
     renderer: Renderer | None = None,
     parser: ToolCallParser | None = None,
     env_factory: Callable[[str], Environment] = make_env,
@@ -280,6 +277,7 @@ async def run_rollout(
     """Run `samples_per_task` episodes of every task into `out_dir/results.jsonl` (resumable).
 
     `policy` is a Policy (the caller closes it) or a zero-argument factory (opened and closed here).
+    `limits` (None: the defaults) may be any config that holds them; the manifest records only the limits.
     `ray`: run the episodes on Ray workers, either settings with an address (workers started and stopped
     here, each building the policy from the factory) or a RayWorkerPool the caller opened (then `policy`,
     `env_factory`, `renderer` and `parser` are the pool's own).
@@ -293,6 +291,7 @@ async def run_rollout(
         seen.add(task.id)
     started = time.perf_counter()
     sampling = sampling or SamplingParams()
+    limits = limits if limits is not None else EpisodeLimits()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / RESULTS_FILE
@@ -315,12 +314,13 @@ async def run_rollout(
             "config": {
                 "samples_per_task": samples_per_task,
                 "concurrency": concurrency,
-                "max_turns": max_turns,
-                "max_context_tokens": max_context_tokens,
-                "timeout_s": timeout_s,
-                "done_tool": done_tool,
+                "max_turns": limits.max_turns,
+                "max_context_tokens": limits.max_context_tokens,
+                "timeout_s": limits.timeout_s,
+                "done_tool": limits.done_tool,
                 "user_simulator": getattr(user_simulator, "name", None),
-                **({"max_format_errors": max_format_errors} if max_format_errors is not None else {}),
+                **({"max_format_errors": limits.max_format_errors}
+                   if limits.max_format_errors is not None else {}),
                 "task_count": len(tasks),
                 **({"ray": pool.settings.model_dump(mode="json")} if pool is not None else {}),
                 **(config or {}),
@@ -342,14 +342,6 @@ async def run_rollout(
         pending = deque(
             (task, index) for task in tasks for index in range(samples_per_task) if (task.id, index) not in done
         )
-        episode_kwargs = {
-            "max_turns": max_turns,
-            "max_context_tokens": max_context_tokens,
-            "timeout_s": timeout_s,
-            "done_tool": done_tool,
-            "user_simulator": user_simulator,
-            "max_format_errors": max_format_errors,
-        }
         task_total = len(pending)
         with JsonlWriter(results_path) as writer, _progress(console, progress) as bar:
             progress_task = bar.add_task("rollout", total=task_total, stats=_stats_text(summary))
@@ -372,13 +364,15 @@ async def run_rollout(
                 if pool is not None:
                     lost_before = pool.lost
                     try:
-                        summary.retried = await pool.run_episodes(pending, sampling, episode_kwargs, record)
+                        summary.retried = await pool.run_episodes(pending, sampling, record, limits=limits,
+                                                                  user_simulator=user_simulator)
                     finally:
                         summary.workers_lost = pool.lost - lost_before
                 else:
                     assert handle is not None
-                    await _run_here(handle, pending, sampling, episode_kwargs, record, concurrency=concurrency,
-                                    renderer=renderer, parser=parser, env_factory=env_factory)
+                    await _run_here(handle, pending, sampling, record, concurrency=concurrency, renderer=renderer,
+                                    parser=parser, env_factory=env_factory, limits=limits,
+                                    user_simulator=user_simulator)
             except BaseException:
                 summary.seconds = time.perf_counter() - started
                 with contextlib.suppress(Exception):  # the cause of the stop is what must surface
@@ -398,13 +392,14 @@ async def _run_here(
     handle: Policy,
     pending: deque[tuple[Task, int]],
     sampling: SamplingParams,
-    episode_kwargs: dict[str, Any],
     record: Callable[[Task, int, Episode], None],
     *,
     concurrency: int,
     renderer: Renderer | None,
     parser: ToolCallParser | None,
     env_factory: Callable[[str], Environment],
+    limits: EpisodeLimits,
+    user_simulator: UserSimulator | None,
 ) -> None:
     """`concurrency` local slots, each an EpisodeWorker with its own environments, sharing one policy."""
 
@@ -425,8 +420,8 @@ async def _run_here(
     shared_renderer = renderer
     workers = []
     for _ in range(min(concurrency, max(len(pending), 1))):
-        worker = EpisodeWorker(handle, renderer=shared_renderer, parser=parser,
-                               env_factory=env_factory, episode_kwargs=episode_kwargs)
+        worker = EpisodeWorker(handle, renderer=shared_renderer, parser=parser, env_factory=env_factory,
+                               limits=limits, user_simulator=user_simulator)
         shared_renderer = worker.renderer  # build the renderer once, share it
         workers.append(worker)
     # A TaskGroup cancels the other slots if one cannot write its row (disk full): nothing

@@ -12,6 +12,7 @@ import os
 import time
 from pathlib import Path
 
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.dataset.manifest import sha256_file
 from toolgym.dataset.validate import TeacherConfig, ValidationRun, parse_task, validate_dataset
 from toolgym.policy.base import Policy, SamplingParams
@@ -55,7 +56,7 @@ def check_with_teacher(run: ValidationRun, teacher: TeacherConfig, out_dir: Path
     asyncio.run(
         run_rollout(
             tasks, factory, out_dir=rollout_dir, samples_per_task=teacher.samples, concurrency=teacher.concurrency,
-            sampling=sampling, max_turns=teacher.max_turns, timeout_s=teacher.timeout_s,
+            sampling=sampling, limits=EpisodeLimits(max_turns=teacher.max_turns, timeout_s=teacher.timeout_s),
             tasks_sha256=sha256_file(run.input_path), tasks_path=run.input_path, config={"purpose": "teacher check"},
         )
     )

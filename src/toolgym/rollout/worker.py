@@ -14,9 +14,10 @@ import hashlib
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from toolgym.agent.episode import run_episode
+from toolgym.agent.limits import EpisodeLimits
+from toolgym.agent.user import UserSimulator
 from toolgym.chat.parse import ToolCallParser, get_parser
 from toolgym.chat.render import Renderer, load_prompt_style
 from toolgym.envs import Environment, make_env
@@ -87,13 +88,15 @@ class EpisodeWorker:
         renderer: Renderer | None = None,
         parser: ToolCallParser | None = None,
         env_factory: Callable[[str], Environment] = make_env,
-        episode_kwargs: dict[str, Any] | None = None,
+        limits: EpisodeLimits | None = None,
+        user_simulator: UserSimulator | None = None,
     ) -> None:
         self.policy = policy
         self.renderer = renderer if renderer is not None else default_renderer(policy)
         self.parser = parser if parser is not None else get_parser("hermes")
         self.env_factory = env_factory
-        self.episode_kwargs = dict(episode_kwargs or {})
+        self.limits = limits if limits is not None else EpisodeLimits()
+        self.user_simulator = user_simulator
         self.envs: dict[str, Environment] = {}
 
     def environment(self, name: str) -> Environment:
@@ -108,16 +111,14 @@ class EpisodeWorker:
         except Exception as exc:
             return error_episode(task, sample_index, self.policy, sampling,
                                  f"env error: cannot make environment {task.env!r}: {type(exc).__name__}: {exc}")
-        timeout_s = self.episode_kwargs.get("timeout_s")
+        timeout_s = self.limits.timeout_s
         try:
             coroutine = run_episode(
-                task, env, self.policy, sampling, sample_index=sample_index,
-                renderer=self.renderer, parser=self.parser, **self.episode_kwargs,
+                task, env, self.policy, sampling, sample_index=sample_index, renderer=self.renderer,
+                parser=self.parser, limits=self.limits, user_simulator=self.user_simulator,
             )
-            if timeout_s is None:
-                return await coroutine
             # asyncio.timeout, not wait_for: wait_for can swallow a cancel that lands as the episode ends.
-            async with asyncio.timeout(float(timeout_s) + TIMEOUT_GRACE_S):
+            async with asyncio.timeout(timeout_s + TIMEOUT_GRACE_S):
                 return await coroutine
         except asyncio.CancelledError:
             self._abandon(task.env)
@@ -125,7 +126,7 @@ class EpisodeWorker:
         except TimeoutError:
             self._abandon(task.env)
             return error_episode(task, sample_index, self.policy, sampling,
-                                 f"timeout: the episode was still running {float(timeout_s or 0) + TIMEOUT_GRACE_S:g}s "
+                                 f"timeout: the episode was still running {timeout_s + TIMEOUT_GRACE_S:g}s "
                                  f"after it started (wall clock {timeout_s}s + {TIMEOUT_GRACE_S:g}s grace)")
         except Exception as exc:
             # run_episode should never raise; if it does, record where, and keep the run going.

@@ -213,9 +213,8 @@ def _sample_and_select(config: RFTConfig, *, console: Any | None, progress: bool
     summary = asyncio.run(run_rollout(
         tasks, policy if policy is not None else policy_factory, out_dir=out / ROLLOUT_DIR,
         env_factory=env_factory or make_env, samples_per_task=config.samples_per_task,
-        concurrency=config.concurrency, sampling=sampling, max_turns=config.max_turns,
-        max_context_tokens=config.max_context_tokens, timeout_s=config.timeout_s, done_tool=config.done_tool,
-        max_format_errors=config.max_format_errors, tasks_sha256=sha256_file(tasks_path), tasks_path=tasks_path,
+        concurrency=config.concurrency, sampling=sampling, limits=config, tasks_sha256=sha256_file(tasks_path),
+        tasks_path=tasks_path,
         config={"split": config.split, "envs": config.envs, "limit": config.limit, "stage": "rft"},
         progress=progress, console=console,
     ))

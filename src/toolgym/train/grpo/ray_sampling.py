@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.envs import Environment
 from toolgym.policy.base import SamplingParams
 from toolgym.schema import Episode, Task
@@ -140,7 +141,7 @@ class RaySampler:
     sampled by the weights the trainer's engine serves now (`engine.checkpoint`, set by weights_changed)."""
 
     def __init__(self, config: GRPOConfig, engine: SharedModelPolicy, *, slots: int,
-                 env_factory: Callable[[str], Environment], episode_kwargs: dict[str, object], out: Path) -> None:
+                 env_factory: Callable[[str], Environment], limits: EpisodeLimits, out: Path) -> None:
         check_launch_for_ray(config)
         from toolgym.rollout.ray_pool import RayRolloutPool
 
@@ -157,7 +158,7 @@ class RaySampler:
         self.last_load: dict[str, Any] = {}
         factory = functools.partial(build_worker_policy, config, engine.name)
         self.pool = RayRolloutPool(factory, config.rollout_workers.ray_settings, slots=slots, env_factory=env_factory,
-                                   episode_kwargs=episode_kwargs)
+                                   limits=limits)
 
     def sync(self) -> str:
         """Make every worker hold the engine's current weights (export and load when they changed); their label."""

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.envs import Environment
 from toolgym.policy.base import Policy, SamplingParams
 from toolgym.rollout.worker import EpisodeWorker
@@ -32,11 +33,11 @@ class RolloutPool:
     """Episode slots that keep their environments between steps (env setup is paid once)."""
 
     def __init__(self, policy: Policy, *, slots: int, env_factory: Callable[[str], Environment],
-                 episode_kwargs: dict[str, object]) -> None:
+                 limits: EpisodeLimits) -> None:
         self.workers: list[EpisodeWorker] = []
         renderer = None
         for _ in range(slots):
-            worker = EpisodeWorker(policy, renderer=renderer, env_factory=env_factory, episode_kwargs=episode_kwargs)
+            worker = EpisodeWorker(policy, renderer=renderer, env_factory=env_factory, limits=limits)
             renderer = worker.renderer
             self.workers.append(worker)
 
@@ -68,17 +69,17 @@ class EpisodePool(Protocol):
 
 
 def make_rollout_pool(config: GRPOConfig, engine: Policy, *, slots: int, env_factory: Callable[[str], Environment],
-                      episode_kwargs: dict[str, object], out: Path) -> EpisodePool:
+                      limits: EpisodeLimits, out: Path) -> EpisodePool:
     """The run's episode slots: in this process over `engine`, or (`rollout_workers.ray`) on Ray workers
     that load the weights `engine` serves before each step's episodes."""
     if config.rollout_workers.ray is None:
-        return RolloutPool(engine, slots=slots, env_factory=env_factory, episode_kwargs=episode_kwargs)
+        return RolloutPool(engine, slots=slots, env_factory=env_factory, limits=limits)
     from toolgym.train.grpo.policy import SharedModelPolicy
     from toolgym.train.grpo.ray_sampling import RaySampler
 
     if not isinstance(engine, SharedModelPolicy):
         raise TypeError(f"Ray sampling copies the hf engine's weights; the engine is {type(engine).__name__}")
-    return RaySampler(config, engine, slots=slots, env_factory=env_factory, episode_kwargs=episode_kwargs, out=out)
+    return RaySampler(config, engine, slots=slots, env_factory=env_factory, limits=limits, out=out)
 
 
 def step_sampling(base: SamplingParams, run_seed: int, step: int, round_index: int = 0) -> SamplingParams:

@@ -152,13 +152,8 @@ class _Run:
         self.sampling = SamplingParams(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k,
                                        max_new_tokens=sampling.max_new_tokens, stop=list(sampling.stop))
         slots = config.concurrency or config.tasks_per_step * config.samples_per_task
-        self.episode_kwargs: dict[str, Any] = {
-            "max_turns": sampling.max_turns, "max_context_tokens": sampling.max_context_tokens,
-            "timeout_s": sampling.timeout_s, "done_tool": sampling.done_tool,
-            "max_format_errors": sampling.max_format_errors,
-        }
         self.pool = make_rollout_pool(config, self.policy, slots=slots, env_factory=self.env_factory,
-                                      episode_kwargs=self.episode_kwargs, out=self.out)
+                                      limits=sampling, out=self.out)
         self.metrics = MetricsLog(self.out, self.accelerator)
         if config.off_policy.enabled:
             self.prefetch = RolloutPrefetch(self.sample_step)
