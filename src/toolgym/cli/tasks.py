@@ -1,114 +1,117 @@
-"""`toolgym tasks build | validate | import`."""
+"""`toolgym tasks build | validate | import`.
+
+`build` and `validate` read their settings from `toolgym.config.tasks` (`--config FILE`, the shortcut flags
+below, `--set KEY=VALUE`; docs/config-reference.md lists every setting).
+"""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from toolgym.dataset.build import BuildConfig, build_tasks, leakage
-from toolgym.dataset.manifest import sha256_file, write_manifest
+from toolgym.config.cli import with_config
+from toolgym.config.tasks import TasksBuildConfig, TasksValidateConfig
 from toolgym.dataset.table import split_table
-from toolgym.envs import app_names
 from toolgym.schema.jsonl import write_jsonl
 from toolgym.verify.isolation import TRUST_HELP, dataset_has_verifiers, verifier_refusal
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()
+BUILD_SHORTCUTS = ["version", "out", "seed", "apps", "tasks_per_family", "heldout_envs"]
+# Flag names older than the config tree: the teacher section's fields keep their --teacher-… and --samples names.
+VALIDATE_SHORTCUTS = ["out", "workers", ("teacher.url", "--teacher-url"), ("teacher.model", "--teacher-model"),
+                      ("teacher.samples", "--samples"), ("teacher.concurrency", "--teacher-concurrency")]
+
+
+def _fail(message: str) -> typer.Exit:
+    console.print(f"[red]error:[/red] {escape(message)}")
+    return typer.Exit(2)
 
 
 @app.command("build")
-def build(
-    version: str = typer.Option("v0.2", help="Dataset version: v0.1 has no env_variables, v0.2 has them."),
-    out: Path = typer.Option(Path("data/tasks"), help="Output folder for tasks.jsonl and manifest.json."),
-    seed: int = typer.Option(7, help="Generator seed; the same seed gives a byte-identical tasks.jsonl."),
-    apps: str = typer.Option("", help="Comma-separated apps (default: every registered app)."),
-    tasks_per_family: int = typer.Option(90, help="Tasks drawn from each task family."),
-    heldout_envs: str = typer.Option("mail", help="Comma-separated environments used only for evaluation."),
-) -> None:
+@with_config(TasksBuildConfig, BUILD_SHORTCUTS)
+def build(config: Path | None, overrides: list[str], values: dict[str, Any]) -> None:
     """Generate tasks from every app's families, split them, check for leaks, write the dataset."""
+    from toolgym.config import ConfigError, load_config
+    from toolgym.dataset.build import build_tasks, leakage
+    from toolgym.dataset.manifest import sha256_file, write_manifest
+    from toolgym.envs import get_app
+
     started = time.perf_counter()
-    config = BuildConfig(
-        version=version,
-        seed=seed,
-        apps=[a for a in apps.split(",") if a] or app_names(),
-        tasks_per_family=tasks_per_family,
-        heldout_envs=[e for e in heldout_envs.split(",") if e],
-        with_env_variables=version != "v0.1",
-    )
-    tasks = build_tasks(config)
+    if values.get("apps") == []:  # `--apps ""`: every registered app, the field's default
+        del values["apps"]
+    try:
+        settings = load_config(TasksBuildConfig, config, overrides, values)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from exc
+    dataset = settings.build_config()
+    tasks = build_tasks(dataset)
     problems = leakage(tasks)
     if problems:
         for problem in problems[:20]:
             console.print(f"[red]leak:[/red] {problem}")
         raise typer.Exit(1)
+    out = Path(settings.out)
     path = out / "tasks.jsonl"
     write_jsonl(path, tasks)
     digest = sha256_file(path)
-    from toolgym.envs import get_app
-
     write_manifest(
         out,
         "tasks",
-        version=version,
-        generator_seed=seed,
-        build_config=config.__dict__,
-        env_versions={name: get_app(name).version for name in config.apps},
+        version=dataset.version,
+        generator_seed=dataset.seed,
+        build_config=dataset.model_dump(),
+        env_versions={name: get_app(name).version for name in dataset.apps},
         tasks_sha256=digest,
         counts={"total": len(tasks), "train": sum(not t.is_eval for t in tasks), "eval": sum(t.is_eval for t in tasks)},
         leakage_check="passed: no task id or prompt appears in both train and eval splits",
     )
-    console.print(split_table(tasks, title=f"toolgym tasks {version}"))
+    console.print(split_table(tasks, title=f"toolgym tasks {dataset.version}"))
     console.print(f"leakage check: no shared task ids or prompts between train and eval ({len(tasks)} tasks)")
     console.print(f"wrote {path} sha256={digest} in {time.perf_counter() - started:.1f}s")
 
 
 @app.command("validate")
+@with_config(TasksValidateConfig, VALIDATE_SHORTCUTS)
 def validate(
+    config: Path | None, overrides: list[str], values: dict[str, Any],
     dataset: Path = typer.Argument(..., help="A tasks.jsonl file or a dataset folder holding one."),
-    out: Path | None = typer.Option(None, "--out", help="Output folder (default: DATASET's folder/validated)."),
-    workers: int | None = typer.Option(None, "--workers", min=1, help="Replay processes (default: CPU cores)."),
-    teacher_url: str | None = typer.Option(None, "--teacher-url", help="OpenAI-compatible base URL of a teacher model."),
-    teacher_model: str | None = typer.Option(None, "--teacher-model", help="Teacher model name served at --teacher-url."),
-    samples: int = typer.Option(4, "--samples", min=1, help="Teacher rollouts per task; kept if any succeeds."),
-    teacher_concurrency: int = typer.Option(8, "--teacher-concurrency", min=1, help="Teacher episodes in flight."),
     trust_verifiers: bool = typer.Option(False, "--trust-verifiers", help=TRUST_HELP),
 ) -> None:
     """Replay every task's reference solution in a fresh env; keep the tasks that score reward 1.
 
     Rows that are not tasks are dropped by file and line; exits 1 when no task is kept."""
+    from toolgym.config import ConfigError, load_config
     from toolgym.dataset.manifest import tasks_file
-    from toolgym.dataset.validate import TeacherConfig, write_validation
+    from toolgym.dataset.validate import write_validation
     from toolgym.rollout.teacher_check import validate_with_teacher
 
-    if (teacher_url is None) != (teacher_model is None):
-        console.print("[red]error:[/red] give both --teacher-url and --teacher-model, or neither")
-        raise typer.Exit(2)
+    try:
+        settings = load_config(TasksValidateConfig, config, overrides, values)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from exc
+    if (settings.teacher.url is None) != (settings.teacher.model is None):
+        raise _fail("give both --teacher-url and --teacher-model, or neither")
     try:
         path = tasks_file(dataset)
     except FileNotFoundError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from exc
+        raise _fail(str(exc)) from exc
     refused = verifier_refusal(dataset_has_verifiers(path), trust_verifiers)
     if refused:
-        console.print(f"[red]error:[/red] {escape(refused)}")
-        raise typer.Exit(2)
-    out_dir = out or path.parent / "validated"
-    teacher = (
-        TeacherConfig(policy=f"openai:{teacher_url}#{teacher_model}", samples=samples, concurrency=teacher_concurrency)
-        if teacher_url and teacher_model
-        else None
-    )
+        raise _fail(refused)
+    out_dir = Path(settings.out) if settings.out else path.parent / "validated"
     try:
-        run = validate_with_teacher(path, workers=workers, teacher=teacher, out_dir=out_dir)
+        run = validate_with_teacher(path, workers=settings.workers, teacher=settings.teacher.teacher_config(),
+                                    out_dir=out_dir)
         written = write_validation(run, out_dir)
     except (OSError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from exc
+        raise _fail(str(exc)) from exc
     table = Table(title=f"validate {escape(str(path))}")
     for column in ("Environment", "Input", "Kept", "Dropped"):
         table.add_column(column, justify="left" if column == "Environment" else "right")

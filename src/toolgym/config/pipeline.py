@@ -40,7 +40,7 @@ class TasksSettings(Section):
     """How the dataset is built, then a family filter and per-split caps."""
 
     build: BuildConfig = Field(default_factory=BuildConfig)
-    """toolgym.dataset.build.BuildConfig fields."""
+    """The dataset's settings: those of `toolgym tasks build`, less out (the pipeline writes RUN/dataset/built)."""
     families: list[str] | None = None
     """Keep only these task families ("app/family" or "family")."""
     train_limit: int | None = Field(None, ge=1)

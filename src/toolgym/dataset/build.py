@@ -12,35 +12,66 @@ import hashlib
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import Field, field_validator, model_validator
 
 from toolgym.envs import App, TaskDraft, TaskFamily, World, app_names, get_app
 from toolgym.envs.multi import Composition, MultiTaskFamily, Worlds, composition_names, get_composition
 from toolgym.schema import Task
+from toolgym.schema.section import Section
 
 DEFAULT_HELDOUT_ENVS = ("mail",)
 
 
-@dataclass
-class BuildConfig:
-    """What a dataset version is made of; stored in its manifest."""
+class BuildConfig(Section):
+    """What a dataset version is made of; stored in its manifest (`toolgym tasks build`, the pipeline's
+    `tasks.build:`)."""
 
-    __pydantic_config__ = {"extra": "forbid"}  # as the pipeline's `tasks.build:` section: unknown keys are errors
     version: str = "v0.2"
+    """Dataset version: v0.1 has no env_variables, v0.2 has them."""
     seed: int = 7
-    apps: list[str] = field(default_factory=app_names)
-    tasks_per_family: int = 90
-    heldout_envs: list[str] = field(default_factory=lambda: list(DEFAULT_HELDOUT_ENVS))
-    heldout_task_fraction: float = 0.08
-    with_env_variables: bool = True  # v0.1 had none; v0.2 gives every task its runtime context
-    # Multi-app compositions to add ("mail+drive"); None: every defined one whose apps are all in `apps`.
+    """Generator seed; the same seed gives a byte-identical tasks.jsonl."""
+    apps: list[str] = Field(default_factory=app_names, min_length=1)
+    """Apps whose task families are drawn (default: every registered app)."""
+    tasks_per_family: int = Field(90, ge=1)
+    """Tasks drawn from each task family (scaled by the family's weight, at least one)."""
+    heldout_envs: list[str] = Field(default_factory=lambda: list(DEFAULT_HELDOUT_ENVS))
+    """Environments used only for evaluation (split heldout_env); a composition holding one is held out too."""
+    heldout_task_fraction: float = Field(0.08, ge=0.0, le=1.0)
+    """Share of the other environments' tasks held out (split heldout_tasks), chosen by task id."""
+    with_env_variables: bool | None = None
+    """Give every task its runtime context (env_variables); default: true for every version but v0.1."""
     compositions: list[str] | None = None
+    """Multi-app compositions to add ("mail+drive"); default: every defined one whose apps are all in apps."""
 
-    def __post_init__(self) -> None:
+    @field_validator("apps")
+    @classmethod
+    def _known_apps(cls, apps: list[str]) -> list[str]:
+        known = app_names()
+        unknown = [app for app in apps if app not in known]
+        if unknown:
+            raise ValueError(f"unknown app {', '.join(map(repr, unknown))}; known apps: {', '.join(known)}")
+        return apps
+
+    @field_validator("compositions")
+    @classmethod
+    def _known_compositions(cls, compositions: list[str] | None) -> list[str] | None:
+        known = composition_names()
+        unknown = [name for name in compositions or [] if name not in known]
+        if unknown:
+            raise ValueError(f"unknown composition {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
+        return compositions
+
+    @model_validator(mode="after")
+    def _derived(self) -> BuildConfig:
+        """The one place the defaults that depend on other fields are filled in, for the CLI and the pipeline."""
+        if self.with_env_variables is None:
+            self.with_env_variables = self.version != "v0.1"
         if self.compositions is None:
             self.compositions = [name for name in composition_names()
                                  if all(app in self.apps for app in name.split("+"))]
+        return self
 
 
 def _family_rng(seed: int, app: str, family: str) -> random.Random:

@@ -22,13 +22,14 @@ from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from toolgym.dataset.manifest import TASKS_FILE, read_manifest, sha256_file, tasks_file, write_manifest
 from toolgym.dataset.replay import replay_task
 from toolgym.envs import Environment, get_app, make_env
 from toolgym.schema import Task
 from toolgym.schema.jsonl import BadJson, field_path, json_type, loads
+from toolgym.schema.section import Section
 
 REPORT_FILE = "report.jsonl"
 # Why a task was kept or dropped; report rows and manifest counts use these names.
@@ -69,18 +70,31 @@ class TaskReport:
         self.kept, self.reason, self.detail = False, reason, detail
 
 
-@dataclass
-class TeacherConfig:
-    """A teacher run: `policy` is a spec for `toolgym.policy.spec.make_policy` (e.g. openai:URL#MODEL)."""
+class TeacherRollouts(Section):
+    """How a teacher is rolled out on each task that survives replay; the task is kept if any rollout succeeds."""
+
+    samples: int = Field(4, ge=1)
+    """Teacher rollouts per task; the task is kept if any succeeds."""
+    concurrency: int = Field(8, ge=1)
+    """Teacher episodes in flight."""
+    max_turns: int = Field(20, ge=1)
+    """Teacher turns per episode at most."""
+    temperature: float = Field(0.8, ge=0.0)
+    """Teacher sampling temperature."""
+    max_new_tokens: int = Field(1024, ge=1)
+    """Teacher generation budget per turn."""
+    timeout_s: float = Field(300.0, gt=0)
+    """Wall clock per teacher episode, seconds."""
+
+
+class TeacherConfig(TeacherRollouts):
+    """A teacher check: which teacher, and how it is rolled out; recorded in the validation manifest (less the
+    API key)."""
 
     policy: str
-    samples: int = 4
-    concurrency: int = 8
-    max_turns: int = 20
-    temperature: float = 0.8
-    max_new_tokens: int = 1024
-    timeout_s: float = 300.0
+    """Policy spec of the teacher for `toolgym.policy.spec.make_policy` (e.g. openai:URL#MODEL)."""
     api_key: str | None = None
+    """API key of the teacher's server (default: $OPENAI_API_KEY); never written to the manifest."""
 
 
 @dataclass
@@ -325,7 +339,7 @@ def write_validation(run: ValidationRun, out_dir: str | Path) -> dict[str, Path]
         env_versions=env_versions,
         checks="replay: every reference call succeeds and the verifier gives reward 1"
         + ("; teacher: solved at least once in K samples" if run.teacher else ""),
-        teacher=(asdict(run.teacher) | {"api_key": None}) if run.teacher else None,
+        teacher=(run.teacher.model_dump() | {"api_key": None}) if run.teacher else None,
         workers=run.workers,
         replay_seconds=round(run.replay_seconds, 3),
         teacher_seconds=round(run.teacher_seconds, 3),

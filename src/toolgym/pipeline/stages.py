@@ -186,7 +186,7 @@ def run_tasks(ctx: Context) -> dict[str, Any]:
     write_jsonl(ctx.built_tasks, kept)
     counts = {split: sum(t.split == split for t in kept) for split in sorted(by_split)}
     write_manifest(ctx.built_tasks.parent, "tasks", version=build.version, generator_seed=build.seed,
-                   build_config=build.__dict__, families=settings.families, train_limit=settings.train_limit,
+                   build_config=build.model_dump(), families=settings.families, train_limit=settings.train_limit,
                    eval_limit=settings.eval_limit, tasks_sha256=sha256_file(ctx.built_tasks), counts=counts,
                    leakage_check="passed: no task id or prompt appears in both train and eval splits")
     return {"tasks": len(kept), "by_split": counts}
