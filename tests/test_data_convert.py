@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -193,3 +194,24 @@ def test_rows_come_out_in_task_order_whatever_order_the_episodes_finished_in(tmp
     assert keys == sorted(keys) and len(set(keys)) == len(keys) >= 4
     assert [{k: v for k, v in r.items() if k != "source"} for r in rows] == [
         {k: v for k, v in r.items() if k != "source"} for r in rows_reversed]
+
+
+def test_cli_convert_reads_a_config_file_then_set_overrides(mixed_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rows.jsonl"
+    config = tmp_path / "convert.yaml"
+    config.write_text(f"out: {out}\nstatuses: [ok]\nrow_mode: turn\n")
+    result = CliRunner().invoke(app, ["data", "convert", str(mixed_run), "--config", str(config),
+                                      "--set", "row_mode=episode"])
+    assert result.exit_code == 0, result.output
+    text = result.output.replace("\n", " ")
+    assert "rows out 5" in text and "status truncated not selected: 1" in text  # the file's statuses
+    assert len(read_jsonl(out)) == 5  # episode rows: the override won over the file's turn mode
+    manifest = json.loads(out.with_name("rows.jsonl.manifest.json").read_text())
+    assert manifest["options"]["statuses"] == ["ok"] and manifest["options"]["row_mode"] == "episode"
+    config.write_text(f"out: {out}\nrow_mode: turn\nmin_rewrd: 1\n")
+    bad = CliRunner().invoke(app, ["data", "convert", str(mixed_run), "--config", str(config)])
+    assert bad.exit_code == 2
+    text = bad.output.replace("\n", " ")
+    assert f"{config}" in text and "field min_rewrd: unknown setting" in text and "(line 3)" in text
+    missing = CliRunner().invoke(app, ["data", "convert", str(mixed_run)])
+    assert missing.exit_code == 2 and "needs --out" in missing.output

@@ -150,3 +150,21 @@ def test_errored_episodes_are_listed_by_cause_in_every_output(tmp_path: Path) ->
     data = json.loads((run / "eval.json").read_text())
     assert {e["cause"]: e["episodes"] for e in data["errored_by_cause"]} == expected
     assert summary.groups[0].total.errored_by_cause == expected
+
+
+def test_report_cli_reads_a_config_file_then_set_overrides(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write_results(run / "base" / "results.jsonl", [episode("a", outcome="fail")])
+    write_results(run / "sft" / "results.jsonl", [episode("a")])
+    config = tmp_path / "report.yaml"
+    config.write_text(f"out: {tmp_path / 'out'}\ntitle: From the file\nruns: [sft]\n")
+    result = CliRunner().invoke(app, ["report", str(run), "--config", str(config), "--set", "title=From --set"],
+                                env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "<title>From --set</title>" in html  # the override won over the file's title
+    assert {e["run"] for e in _episodes(html)} == {"sft"}  # the file's runs reached the report
+    config.write_text("title: t\nmax_episodes: 3\n")
+    bad = CliRunner().invoke(app, ["report", str(run), "--config", str(config)], env={"COLUMNS": "300"})
+    assert bad.exit_code == 2
+    assert f"{config}: field max_episodes: unknown setting" in bad.output and "(line 2)" in bad.output

@@ -1,15 +1,30 @@
-"""`toolgym data validate PATH [--strict]` and `toolgym data convert RUN_DIR --out FILE …`."""
+"""`toolgym data validate PATH [--strict]` and `toolgym data convert RUN_DIR --out FILE …`.
+
+`convert` reads its settings from `toolgym.config.data.ConvertConfig` (`--config FILE`, the shortcut flags
+below, `--set KEY=VALUE`; docs/config-reference.md lists every setting).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from toolgym.config.cli import with_config
+from toolgym.config.data import ConvertConfig
+
 app = typer.Typer(no_args_is_help=True)
 console = Console()
+# Flag name older than the config tree: --status (statuses).
+CONVERT_SHORTCUTS = ["out", "min_reward", ("statuses", "--status"), "row_mode", "dedupe", "train_malformed_turns"]
+
+
+def _fail(message: str) -> typer.Exit:
+    console.print(f"[red]error:[/red] {escape(message)}")
+    return typer.Exit(2)
 
 
 @app.command("validate")
@@ -36,35 +51,30 @@ def validate(
 
 
 @app.command("convert")
+@with_config(ConvertConfig, CONVERT_SHORTCUTS)
 def convert(
+    config: Path | None, overrides: list[str], values: dict[str, Any],
     run_dir: Path = typer.Argument(..., help="A rollout folder (results.jsonl inside) or a results.jsonl file."),
-    out: Path = typer.Option(..., "--out", help="SFT rows file to write (JSONL); a .manifest.json goes beside it."),
-    min_reward: float | None = typer.Option(None, "--min-reward", help="Keep episodes with reward ≥ R."),
-    status: str | None = typer.Option(
-        None, "--status", help="Comma-separated statuses to keep: ok, truncated (default both; error never)."),
-    row_mode: str = typer.Option("episode", "--row-mode", help="episode: one row per episode; turn: one per assistant turn."),
-    dedupe: bool = typer.Option(False, "--dedupe", help="Drop rows whose messages and tools repeat an earlier row."),
-    train_malformed_turns: bool = typer.Option(
-        False, "--train-malformed-turns",
-        help="Also train assistant turns that wrote a malformed call (default: kept as context, weight 0)."),
 ) -> None:
     """Write `{messages, tools, …provenance, token_samples}` rows; report rows in/out and skips by reason.
 
     Rows `data validate` flags are skipped and listed by file, line and field; exits 1 when no row is valid."""
-    from toolgym.data.convert import ConvertOptions, convert_run
+    from toolgym.config import ConfigError, load_config
+    from toolgym.data.convert import convert_run
 
+    if values.get("statuses") == []:  # `--status ""`: the default statuses, as it has always meant
+        del values["statuses"]
     try:
-        options = ConvertOptions(
-            min_reward=min_reward,
-            statuses=tuple(s for s in (status or "ok,truncated").split(",") if s),
-            row_mode=row_mode,  # type: ignore[arg-type]
-            dedupe=dedupe,
-            train_malformed_turns=train_malformed_turns,
-        )
-        report = convert_run(run_dir, out, options)
+        settings = load_config(ConvertConfig, config, overrides, values)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from exc
+    if settings.out is None:
+        raise _fail("toolgym data convert needs --out (or out in --config)")
+    out = Path(settings.out)
+    try:
+        report = convert_run(run_dir, out, settings.options())
     except (OSError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from exc
+        raise _fail(str(exc)) from exc
     console.print(report.render(), markup=False, highlight=False)
     console.print(f"wrote {escape(str(out))}")
     if not report.valid_rows:

@@ -52,7 +52,7 @@ def flag_type(info: FieldInfo) -> tuple[type, Callable[[Any], Any], str]:
     origin = typing.get_origin(annotation)
     if origin is Literal:
         choices = [str(c) for c in typing.get_args(annotation)]
-        return str, lambda v: v, f" [{' | '.join(choices)}]"
+        return str, lambda v: v, f" ({' | '.join(choices)})"
     if origin is list and (info.json_schema_extra or {}).get(REPEATABLE):  # type: ignore[union-attr]
         return list[str], list, " (repeatable)"  # type: ignore[return-value]
     if origin is list:

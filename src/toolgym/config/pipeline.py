@@ -19,6 +19,7 @@ from toolgym.config.evaluation import EvalStageSettings
 from toolgym.config.grpo import GRPOConfig, GRPOSettings
 from toolgym.config.train import RFTSettings, SFTSettings
 from toolgym.dataset.build import BuildConfig
+from toolgym.dataset.validate import TeacherEpisodes
 
 EvalSplit = Literal["heldout_tasks", "heldout_env"]
 
@@ -75,7 +76,7 @@ class ValidateSettings(Section):
     """Replay processes (default: every core)."""
 
 
-class TeacherSettings(Section):
+class TeacherSettings(TeacherEpisodes):
     """Teacher trajectories on the train split: the oracle (replayed reference solutions) or an API model."""
 
     policy: str = "oracle"
@@ -90,14 +91,6 @@ class TeacherSettings(Section):
     """Only teacher episodes with this reward become SFT rows."""
     temperature: float = Field(0.0, ge=0)
     """Teacher sampling temperature."""
-    max_new_tokens: int = Field(1024, ge=1)
-    """Teacher generation budget per turn."""
-    max_turns: int = Field(20, ge=1)
-    """Teacher turns per episode at most."""
-    concurrency: int = Field(8, ge=1)
-    """Teacher episodes in flight."""
-    timeout_s: float = Field(300.0, gt=0)
-    """Wall clock per teacher episode, seconds."""
 
 
 class RandomInitSettings(Section):

@@ -12,9 +12,12 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from toolgym.config.data import ConvertConfig
 from toolgym.config.evaluation import EvalRunConfig, RolloutConfig, SweepConfig
 from toolgym.config.grpo import GRPOConfig
 from toolgym.config.pipeline import PipelineConfig
+from toolgym.config.report import ReportConfig
+from toolgym.config.serve import ServeEnvConfig, ServePolicyConfig
 from toolgym.config.tasks import TasksBuildConfig, TasksValidateConfig
 from toolgym.config.train import RFTConfig, SFTConfig
 
@@ -22,23 +25,25 @@ COMMANDS: list[tuple[str, type[BaseModel]]] = [
     ("toolgym train sft", SFTConfig), ("toolgym train rft", RFTConfig), ("toolgym train grpo", GRPOConfig),
     ("toolgym eval", EvalRunConfig), ("toolgym eval sweep", SweepConfig), ("toolgym rollout", RolloutConfig),
     ("toolgym tasks build", TasksBuildConfig), ("toolgym tasks validate", TasksValidateConfig),
-    ("toolgym pipeline", PipelineConfig)]
+    ("toolgym data convert", ConvertConfig), ("toolgym serve policy", ServePolicyConfig), ("toolgym serve env", ServeEnvConfig),
+    ("toolgym report", ReportConfig), ("toolgym pipeline", PipelineConfig)]
 HEADER = """# Config reference
 
 Generated from `toolgym.config` by `python -m toolgym.config.reference`; do not edit by hand.
 
-Every train, eval, rollout, tasks build/validate and pipeline command reads a YAML file with
-`--config FILE` (the pipeline takes it as its argument), then its shortcut flags, then `--set KEY=VALUE`
-overrides with dotted keys, applied in that order:
+Every train, eval, rollout, tasks build/validate, data convert, serve, report and pipeline command reads a
+YAML file with `--config FILE` (the pipeline takes it as its argument), then its shortcut flags, then
+`--set KEY=VALUE` overrides with dotted keys, applied in that order:
 
     toolgym train sft --config sft.yaml --set lr=3e-4 --set lora.enabled=true
     toolgym train grpo --config grpo.yaml --set loss.objective=sequence --set optim.lr=5e-5
     toolgym eval --config eval.yaml --samples 4 --set ks=[1,4]
     toolgym tasks build --apps booking,mail --set tasks_per_family=3 --out runs/tasks
+    toolgym serve policy runs/sft/final --config serve.yaml --set port=8001
     toolgym pipeline configs/quickstart.yaml --set grpo.settings.steps=4
 
 Values are read as YAML (`--set ks=[1,4]`, `--set envs=null`). Unknown keys are errors naming the file,
-field and line.
+field and line. Secrets are flags only, never settings: the servers' `--api-key` (or $TOOLGYM_API_KEY).
 """
 
 

@@ -26,40 +26,22 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ValidationError
 
 from toolgym.agent.samples import build_samples
 from toolgym.chat.render import CALL_FORMAT, PromptStyle
+from toolgym.config.data import ConvertOptions as ConvertOptions
 from toolgym.data.rows import WEIGHT_FIELD, ResultsRow, canonical_json, is_format_feedback, iter_lines
 from toolgym.data.validate import Problem, RowChecker, check_messages
 from toolgym.rollout.results import RESULTS_FILE
 from toolgym.schema import Episode, TrainingSample
 from toolgym.schema.jsonl import jsonl_in, write_jsonl
 
-RowMode = Literal["episode", "turn"]
-ROW_MODES: tuple[RowMode, ...] = ("episode", "turn")
-DEFAULT_STATUSES = ("ok", "truncated")
 PROVENANCE_FIELDS = ("task_id", "env", "split", "sample_index", "reward", "partial_score", "status", "stop_reason",
                      "policy", "checkpoint")
 INVALID_KEPT = 20  # invalid rows listed by line in a report (all are counted)
-
-
-@dataclass
-class ConvertOptions:
-    min_reward: float | None = None
-    statuses: tuple[str, ...] = DEFAULT_STATUSES  # error rows are never converted
-    row_mode: RowMode = "episode"
-    dedupe: bool = False
-    train_malformed_turns: bool = False
-
-    def __post_init__(self) -> None:
-        if self.row_mode not in ROW_MODES:
-            raise ValueError(f"row mode must be one of {', '.join(ROW_MODES)}; got {self.row_mode!r}")
-        unknown = [s for s in self.statuses if s not in ("ok", "truncated", "error")]
-        if unknown:
-            raise ValueError(f"unknown status {unknown[0]!r}; use ok, truncated (error rows are never converted)")
 
 
 @dataclass
@@ -331,5 +313,5 @@ def convert_run(run: str | Path, out_file: str | Path, options: ConvertOptions |
     out_path = Path(out_file)
     write_jsonl(out_path, rows)
     write_sidecar_manifest(out_path, "sft_rows", source=str(source), source_sha256=sha256_file(source),
-                           rows_sha256=sha256_file(out_path), options=options.__dict__, report=report.to_dict())
+                           rows_sha256=sha256_file(out_path), options=options.model_dump(), report=report.to_dict())
     return report

@@ -70,21 +70,27 @@ class TaskReport:
         self.kept, self.reason, self.detail = False, reason, detail
 
 
-class TeacherRollouts(Section):
-    """How a teacher is rolled out on each task that survives replay; the task is kept if any rollout succeeds."""
+class TeacherEpisodes(Section):
+    """How long and how many at once a teacher's episodes run: shared by the validation teacher check and the
+    pipeline's teacher stage."""
 
-    samples: int = Field(4, ge=1)
-    """Teacher rollouts per task; the task is kept if any succeeds."""
     concurrency: int = Field(8, ge=1)
     """Teacher episodes in flight."""
     max_turns: int = Field(20, ge=1)
     """Teacher turns per episode at most."""
-    temperature: float = Field(0.8, ge=0.0)
-    """Teacher sampling temperature."""
     max_new_tokens: int = Field(1024, ge=1)
     """Teacher generation budget per turn."""
     timeout_s: float = Field(300.0, gt=0)
     """Wall clock per teacher episode, seconds."""
+
+
+class TeacherRollouts(TeacherEpisodes):
+    """How a teacher is rolled out on each task that survives replay; the task is kept if any rollout succeeds."""
+
+    samples: int = Field(4, ge=1)
+    """Teacher rollouts per task; the task is kept if any succeeds."""
+    temperature: float = Field(0.8, ge=0.0)
+    """Teacher sampling temperature."""
 
 
 class TeacherConfig(TeacherRollouts):

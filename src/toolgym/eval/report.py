@@ -16,10 +16,10 @@ step-N), unless named; `runs` limits the report to some run folders.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolgym.config.report import ReportOptions as ReportOptions
 from toolgym.eval.records import RunRecords, load_run, read_json
 from toolgym.eval.report_compare import before_after_section, is_control, stage_flips_section
 from toolgym.eval.report_document import Report, render_html, render_markdown
@@ -47,17 +47,6 @@ from toolgym.schema import Task
 from toolgym.schema.jsonl import read_models
 
 __all__ = ["Report", "ReportOptions", "build_report", "render_html", "render_markdown", "write_report"]
-
-
-@dataclass
-class ReportOptions:
-    ks: list[int] = field(default_factory=lambda: [1])
-    before: Path | None = None
-    after: Path | None = None
-    max_episodes_per_run: int = 200
-    train_data: list[Path] = field(default_factory=list)
-    title: str | None = None
-    runs: list[str] = field(default_factory=list)  # run folders to include (relative to RUN_DIR); empty: all
 
 
 def build_report(run_dir: str | Path, options: ReportOptions | None = None) -> Report:

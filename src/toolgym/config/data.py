@@ -1,0 +1,59 @@
+"""`toolgym data convert`'s settings: which episodes of a rollout become SFT rows, and how.
+
+`ConvertOptions` is the converter's own settings type (`toolgym.data.convert` takes it, as do the RFT
+trainer and the pipeline's teacher stage); the command adds where the rows are written.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+from pydantic import Field, field_validator
+
+from toolgym.config.base import Section
+
+RowMode = Literal["episode", "turn"]
+ROW_MODES: tuple[RowMode, ...] = get_args(RowMode)
+DEFAULT_STATUSES = ("ok", "truncated")
+
+
+class ConvertOptions(Section):
+    """Which rollout rows are converted, and into what rows."""
+
+    min_reward: float | None = None
+    """Keep episodes with reward ≥ R."""
+    statuses: list[str] = Field(default_factory=lambda: list(DEFAULT_STATUSES))
+    """Statuses to keep: ok, truncated (error rows are never converted)."""
+    row_mode: RowMode = "episode"
+    """episode: one row per episode; turn: one per assistant turn."""
+    dedupe: bool = False
+    """Drop rows whose messages and tools repeat an earlier row."""
+    train_malformed_turns: bool = False
+    """Also train assistant turns that wrote a malformed call (default: kept as context, weight 0)."""
+
+    @field_validator("row_mode", mode="before")
+    @classmethod
+    def _known_row_mode(cls, value: Any) -> Any:
+        if value not in ROW_MODES:
+            raise ValueError(f"row mode must be one of {', '.join(ROW_MODES)}; got {value!r}")
+        return value
+
+    @field_validator("statuses")
+    @classmethod
+    def _known_statuses(cls, value: list[str]) -> list[str]:
+        unknown = [s for s in value if s not in ("ok", "truncated", "error")]
+        if unknown:
+            raise ValueError(f"unknown status {unknown[0]!r}; use ok, truncated (error rows are never converted)")
+        return value
+
+
+class ConvertConfig(ConvertOptions):
+    """`toolgym data convert RUN_DIR`: a rollout's results.jsonl → SFT rows `{messages, tools, …provenance,
+    token_samples}`, every input row converted or skipped with a reason."""
+
+    out: str | None = None
+    """SFT rows file to write (JSONL); a .manifest.json goes beside it."""
+
+    def options(self) -> ConvertOptions:
+        """The converter's settings, without where the rows are written."""
+        return ConvertOptions.model_validate(self.model_dump(include=set(ConvertOptions.model_fields)))

@@ -1,0 +1,51 @@
+"""`toolgym report`'s settings: what a run folder's report.md / report.html shows.
+
+`ReportOptions` is the report builder's own settings type (`toolgym.eval.report` takes it, as does the
+pipeline's report stage); the command adds where the report is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+
+from toolgym.config.base import REPEATABLE, Section
+
+
+class ReportOptions(Section):
+    """What the report compares and shows."""
+
+    ks: list[int] = Field(default_factory=lambda: [1])
+    """k values for pass@k tables."""
+    before: Path | None = None
+    """Run folder (under RUN_DIR) to compare from (default: the first run in stage order)."""
+    after: Path | None = None
+    """Run folder (under RUN_DIR) to compare to (default: the last run in stage order)."""
+    max_episodes_per_run: int = Field(200, ge=1)
+    """Episodes per run in the viewer."""
+    train_data: list[Path] = Field(default_factory=list, json_schema_extra={REPEATABLE: True})
+    """Extra training data for the leakage check."""
+    title: str | None = None
+    """Page title (default: Run <folder name>)."""
+    runs: list[str] = Field(default_factory=list, json_schema_extra={REPEATABLE: True})
+    """Only these run folders (relative to RUN_DIR); empty: every run."""
+
+    @field_validator("ks")
+    @classmethod
+    def _positive_ks(cls, value: list[int]) -> list[int]:
+        if not value or min(value) < 1:
+            raise ValueError(f"every k must be ≥ 1, got {value}")
+        return sorted(set(value))
+
+
+class ReportConfig(ReportOptions):
+    """`toolgym report RUN_DIR`: dataset, stages, training curves, pass@k per env, before/after, trace diff and a
+    trajectory viewer, as report.md and one self-contained report.html."""
+
+    out: str | None = None
+    """Where to write report.md / report.html (default: RUN_DIR)."""
+
+    def options(self) -> ReportOptions:
+        """The report's own settings, without where it is written."""
+        return ReportOptions.model_validate(self.model_dump(include=set(ReportOptions.model_fields)))
