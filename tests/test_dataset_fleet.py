@@ -147,6 +147,31 @@ def test_import_command_writes_tasks_errors_and_manifest(tmp_path: Path) -> None
     assert manifest["counts"] == {"records": 3, "imported": 2, "rejected": 1, "by_env": {"booking": 2}}
 
 
+
+def test_import_command_reads_a_config_file_then_set_and_refuses_an_unknown_key(tmp_path: Path) -> None:
+    source = write_array(tmp_path / "all_tool_use.json", [good("a")])
+    config = tmp_path / "import.yaml"
+    config.write_text(f"out: {tmp_path / 'from_file'}\nformat: fleet\n")
+    runner = CliRunner()
+    from_file = runner.invoke(app, ["tasks", "import", str(source), "--config", str(config)])
+    assert from_file.exit_code == 0, from_file.output
+    assert [t.id for t in read_models(tmp_path / "from_file" / "tasks.jsonl", Task)] == ["a"]
+
+    overridden = runner.invoke(app, ["tasks", "import", str(source), "--config", str(config),
+                                     "--set", f"out={tmp_path / 'from_set'}"])
+    assert overridden.exit_code == 0, overridden.output
+    assert (tmp_path / "from_set" / "tasks.jsonl").is_file()
+    # the file's other settings still apply under --set: fleet refuses a tau2-only setting given there
+    tau2_only = runner.invoke(app, ["tasks", "import", str(source), "--config", str(config), "--set", "env=airline"])
+    assert tau2_only.exit_code == 2 and "options of --format tau2" in tau2_only.output
+
+    config.write_text(f"out: {tmp_path / 'x'}\nwrite_tool: [book]\n")
+    bad = runner.invoke(app, ["tasks", "import", str(source), "--config", str(config)])
+    text = " ".join(bad.output.split())
+    assert bad.exit_code == 2, bad.output
+    assert f"{config}" in text and "field write_tool: unknown setting; known:" in text and "(line 2)" in text
+    assert not (tmp_path / "x").exists()
+
 def test_write_import_is_readable_as_a_dataset(tmp_path: Path) -> None:
     result = import_fleet_file(write_array(tmp_path / "x.json", [good("a")]))
     written = write_import(result, tmp_path / "out")

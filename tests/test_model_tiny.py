@@ -127,4 +127,37 @@ def test_cli_init_tiny(tmp_path: Path) -> None:
     assert len(AutoTokenizer.from_pretrained(out, local_files_only=True)) == 800
 
     bad = runner.invoke(cli, ["model", "init-tiny", str(tmp_path / "bad"), "--prompt-style", "huge"])
-    assert bad.exit_code != 0 and "must be one of full, compact" in bad.output
+    assert bad.exit_code == 2 and "must be one of full, compact" in bad.output
+    shape = runner.invoke(cli, ["model", "init-tiny", str(tmp_path / "bad"), "--heads", "3"])
+    assert shape.exit_code == 2 and "hidden_size 128 is not divisible by heads 3" in shape.output
+    assert not (tmp_path / "bad").exists()
+
+
+def test_init_tiny_settings_default_to_the_builders() -> None:
+    """The command's settings restate init_tiny's defaults (the config tree must not import the builder)."""
+    import inspect
+
+    from toolgym.config.model import InitTinyConfig
+
+    builder = inspect.signature(init_tiny).parameters
+    assert InitTinyConfig().model_dump() == {name: builder[name].default for name in InitTinyConfig.model_fields}
+
+
+def test_cli_init_tiny_reads_a_config_file_then_set_and_refuses_an_unknown_key(tmp_path: Path) -> None:
+    runner = CliRunner()
+    config = tmp_path / "tiny.yaml"
+    config.write_text("hidden_size: 32\nlayers: 1\nheads: 2\nkv_heads: 1\nvocab_size: 800\nprompt_style: full\n")
+    out = tmp_path / "model"
+    result = runner.invoke(cli, ["model", "init-tiny", str(out), "--config", str(config), "--context-length", "512",
+                                 "--set", "layers=2"])
+    assert result.exit_code == 0, result.output
+    shape = json.loads((out / "config.json").read_text())
+    assert (shape["hidden_size"], shape["num_hidden_layers"], shape["num_attention_heads"]) == (32, 2, 2)
+    assert read_model_config(out) == {"prompt_style": "full", "context_length": 512}
+
+    config.write_text("hidden_size: 32\nkv_head: 1\n")
+    bad = runner.invoke(cli, ["model", "init-tiny", str(tmp_path / "bad"), "--config", str(config)])
+    text = " ".join(bad.output.split())
+    assert bad.exit_code == 2, bad.output
+    assert f"{config}" in text and "field kv_head: unknown setting; known:" in text and "(line 2)" in text
+    assert not (tmp_path / "bad").exists()

@@ -1,42 +1,51 @@
-"""`toolgym model init-tiny`: build the embedded tiny Qwen3 model folder from seeded inputs."""
+"""`toolgym model init-tiny | pretrain-tiny | verify-default`: build, pre-train and check the tiny model.
+
+`init-tiny` reads its settings from `toolgym.config.model` (`--config FILE`, the shortcut flags below,
+`--set KEY=VALUE`; docs/config-reference.md lists every setting).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+
+from toolgym.config.cli import with_config
+from toolgym.config.model import InitTinyConfig
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()
+INIT_TINY_SHORTCUTS = ["hidden_size", "layers", "heads", "kv_heads", "seed", "prompt_style", "context_length",
+                       "vocab_size"]
+
+
+def _fail(message: object) -> typer.Exit:
+    """A usage error (exit 2), said whole: a setting's file, field and line stay on one line."""
+    console.print(f"[red]error:[/red] {escape(str(message))}", soft_wrap=True)
+    return typer.Exit(2)
 
 
 @app.command("init-tiny")
+@with_config(InitTinyConfig, INIT_TINY_SHORTCUTS)
 def init_tiny_command(
+    config: Path | None, overrides: list[str], values: dict[str, Any],
     out: Path = typer.Argument(..., help="Folder to write the model, tokenizer and toolgym.json into."),
-    hidden_size: int = typer.Option(128, help="Hidden size of the Qwen3 network."),
-    layers: int = typer.Option(4, help="Number of decoder layers."),
-    heads: int = typer.Option(4, help="Attention heads (must divide hidden size)."),
-    kv_heads: int = typer.Option(2, help="Key/value heads (must divide heads)."),
-    seed: int = typer.Option(0, help="Weight-initialisation seed: the same seed gives the same weights."),
-    prompt_style: str = typer.Option("compact", help="Prompt style the model is meant for: compact or full."),
-    context_length: int = typer.Option(4096, help="Maximum sequence length (prompt + generation)."),
-    vocab_size: int = typer.Option(4000, help="BPE vocabulary size of the tokenizer trained on the env suite."),
 ) -> None:
     """Train the tokenizer on the env suite and write a randomly initialised Qwen3ForCausalLM."""
-    from toolgym.chat.render import PROMPT_STYLES
+    from toolgym.config import ConfigError, load_config
     from toolgym.model.tiny import init_tiny
 
-    if prompt_style not in PROMPT_STYLES:
-        raise typer.BadParameter(f"must be one of {', '.join(PROMPT_STYLES)}; got {prompt_style!r}", param_hint="--prompt-style")
     try:
-        path = init_tiny(
-            out, hidden_size=hidden_size, layers=layers, heads=heads, kv_heads=kv_heads, seed=seed,
-            prompt_style=prompt_style,  # type: ignore[arg-type]
-            context_length=context_length, vocab_size=vocab_size,
-        )
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+        settings = load_config(InitTinyConfig, config, overrides, values)
+    except ConfigError as exc:
+        raise _fail(exc) from exc
+    try:
+        path = init_tiny(out, **settings.model_dump())
+    except ValueError as exc:  # a shape whose heads do not divide: said in the model layer's words
+        raise _fail(exc) from exc
     files = ", ".join(sorted(p.name for p in path.iterdir()))
     console.print(f"wrote tiny model to [bold]{path}[/bold]: {files}")
 

@@ -1,7 +1,7 @@
 """`toolgym tasks build | validate | import`.
 
-`build` and `validate` read their settings from `toolgym.config.tasks` (`--config FILE`, the shortcut flags
-below, `--set KEY=VALUE`; docs/config-reference.md lists every setting).
+Each reads its settings from `toolgym.config.tasks` (`--config FILE`, the shortcut flags below,
+`--set KEY=VALUE`; docs/config-reference.md lists every setting).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolgym.config.cli import with_config
-from toolgym.config.tasks import TasksBuildConfig, TasksValidateConfig
+from toolgym.config.tasks import TasksBuildConfig, TasksImportConfig, TasksValidateConfig
 from toolgym.dataset.table import split_table
 from toolgym.schema.jsonl import write_jsonl
 from toolgym.verify.isolation import TRUST_HELP, dataset_has_verifiers, verifier_refusal
@@ -27,10 +27,11 @@ BUILD_SHORTCUTS = ["version", "out", "seed", "apps", "tasks_per_family", "heldou
 # Flag names older than the config tree: the teacher section's fields keep their --teacher-… and --samples names.
 VALIDATE_SHORTCUTS = ["out", "workers", ("teacher.url", "--teacher-url"), ("teacher.model", "--teacher-model"),
                       ("teacher.samples", "--samples"), ("teacher.concurrency", "--teacher-concurrency")]
+IMPORT_SHORTCUTS = ["out", "format", "env", "write_tools", "splits"]
 
 
 def _fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {escape(message)}")
+    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)  # a file, field and line on one line
     return typer.Exit(2)
 
 
@@ -141,33 +142,30 @@ def validate(
 
 
 @app.command("import")
+@with_config(TasksImportConfig, IMPORT_SHORTCUTS)
 def import_(
+    config: Path | None, overrides: list[str], values: dict[str, Any],
     file: Path = typer.Argument(..., help="Fleet records (a JSON array or JSONL), or a tau2-bench tasks.json."),
-    out: Path = typer.Option(..., "--out", help="Output folder for tasks.jsonl, errors.jsonl and manifest.json."),
-    format_: str = typer.Option("fleet", "--format", help="Source format: fleet | tau2."),
-    env: str | None = typer.Option(None, "--env", help="tau2: environment name of the tasks (default: the "
-                                   "scenario's domain, e.g. airline)."),
-    write_tools: str | None = typer.Option(None, "--write-tools", help="tau2: comma-separated tools that change "
-                                           "the database; checks that no other write happened (tau2's DB basis)."),
-    splits: Path | None = typer.Option(None, "--splits", help="tau2: split_tasks.json (default: the one beside "
-                                       "FILE, if any); train → train, test → heldout_tasks."),
 ) -> None:
     """Import Fleet task records or tau2-bench tasks as toolgym tasks; bad records are reported by file:line
     and field, and (tau2) what could not be mapped is reported per task.
 
     Exits 1 when nothing was imported (an empty file, or every record rejected or skipped)."""
-    if format_ not in ("fleet", "tau2"):
-        console.print(f"[red]error:[/red] --format {escape(format_)!s}: use fleet or tau2")
-        raise typer.Exit(2)
-    if format_ == "fleet" and (env or write_tools or splits):
-        console.print("[red]error:[/red] --env, --write-tools and --splits are options of --format tau2")
-        raise typer.Exit(2)
+    from toolgym.config import ConfigError, load_config
+
+    try:
+        settings = load_config(TasksImportConfig, config, overrides, values)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from exc
+    if settings.out is None:
+        raise _fail("toolgym tasks import needs --out (or out in --config)")
+    out = settings.out
+    if settings.format == "fleet" and (settings.env or settings.write_tools or settings.splits):
+        raise _fail("--env, --write-tools and --splits are options of --format tau2")
     if not file.is_file():
-        console.print(f"[red]error:[/red] {escape(str(file))}: no such file")
-        raise typer.Exit(2)
-    if format_ == "tau2":
-        tools = [t.strip() for t in write_tools.split(",") if t.strip()] if write_tools is not None else None
-        _import_tau2(file, out, env, tools, splits)
+        raise _fail(f"{file}: no such file")
+    if settings.format == "tau2":
+        _import_tau2(file, out, settings.env, settings.write_tools, settings.splits)
         return
     from toolgym.dataset.fleet import import_fleet_file, write_import
 

@@ -1,5 +1,6 @@
-"""The dataset commands' settings: `toolgym tasks build` (a dataset version and where it goes) and
-`toolgym tasks validate` (replay workers and an optional teacher check).
+"""The dataset commands' settings: `toolgym tasks build` (a dataset version and where it goes),
+`toolgym tasks validate` (replay workers and an optional teacher check) and `toolgym tasks import` (the
+source format and, for tau2-bench, how its tasks map).
 
 Both extend the dataset layer's own models, so a default lives in one place: `tasks build` is
 `BuildConfig` (also the pipeline's `tasks.build:` section) plus `out`, and the validate command's teacher
@@ -8,11 +9,16 @@ section is `TeacherRollouts` plus the server to ask.
 
 from __future__ import annotations
 
-from pydantic import Field
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from pydantic import Field, field_validator
 
 from toolgym.config.base import Section
 from toolgym.dataset.build import BuildConfig
 from toolgym.dataset.validate import TeacherConfig, TeacherRollouts
+
+ImportFormat = Literal["fleet", "tau2"]
 
 
 class TasksBuildConfig(BuildConfig):
@@ -53,3 +59,27 @@ class TasksValidateConfig(Section):
     workers: int | None = Field(None, ge=1)
     """Replay processes (default: CPU cores)."""
     teacher: ValidateTeacher = Field(default_factory=ValidateTeacher)
+
+
+class TasksImportConfig(Section):
+    """`toolgym tasks import FILE`: turn Fleet task records or tau2-bench tasks into toolgym tasks (tasks.jsonl,
+    errors.jsonl and manifest.json); env, write_tools and splits apply to format tau2 only."""
+
+    out: Path | None = None
+    """Output folder for tasks.jsonl, errors.jsonl and manifest.json (required: a flag or the file gives it)."""
+    format: ImportFormat = "fleet"
+    """Source format: fleet records (a JSON array or JSONL) or a tau2-bench tasks.json."""
+    env: str | None = None
+    """tau2: environment name of the tasks (default: the scenario's domain, e.g. airline)."""
+    write_tools: list[str] | None = None
+    """tau2: tools that change the database; checks that no other write happened (tau2's DB basis)."""
+    splits: Path | None = None
+    """tau2: split_tasks.json (default: the one beside FILE, if any); train → train, test → heldout_tasks."""
+
+    @field_validator("format", mode="before")
+    @classmethod
+    def _known_format(cls, value: Any) -> Any:
+        # Said as the flag has always said it, so a mistyped format reads the same from the flag or a file.
+        if value not in get_args(ImportFormat):
+            raise ValueError(f"--format {value!s}: use fleet or tau2")
+        return value

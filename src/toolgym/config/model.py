@@ -1,0 +1,44 @@
+"""The model command's settings: `toolgym model init-tiny` (the shape of a freshly initialised tiny Qwen3).
+
+The defaults are `toolgym.model.tiny.init_tiny`'s (a test keeps the two equal); this module does not import
+the model layer's builder, so reading the settings stays cheap for the command line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import field_validator
+
+from toolgym.chat.render import PROMPT_STYLES, PromptStyle
+from toolgym.config.base import Section
+
+
+class InitTinyConfig(Section):
+    """`toolgym model init-tiny OUT`: train the tokenizer on the env suite and write a randomly initialised
+    Qwen3ForCausalLM of this shape (heads must divide hidden_size, kv_heads must divide heads)."""
+
+    hidden_size: int = 128
+    """Hidden size of the Qwen3 network."""
+    layers: int = 4
+    """Number of decoder layers."""
+    heads: int = 4
+    """Attention heads (must divide hidden size)."""
+    kv_heads: int = 2
+    """Key/value heads (must divide heads)."""
+    seed: int = 0
+    """Weight-initialisation seed: the same seed gives the same weights."""
+    prompt_style: PromptStyle = "compact"
+    """Prompt style the model is meant for."""
+    context_length: int = 4096
+    """Maximum sequence length (prompt + generation)."""
+    vocab_size: int = 4000
+    """BPE vocabulary size of the tokenizer trained on the env suite."""
+
+    @field_validator("prompt_style", mode="before")
+    @classmethod
+    def _known_style(cls, value: Any) -> Any:
+        # Said as the flag has always said it, so a mistyped style reads the same from the flag or a file.
+        if value not in PROMPT_STYLES:
+            raise ValueError(f"must be one of {', '.join(PROMPT_STYLES)}; got {value!r}")
+        return value
