@@ -8,16 +8,29 @@ Every settings model derives from `Section` (unknown keys are errors). A file is
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, field_validator
 
 from toolgym.schema.section import Section as Section  # defined at the bottom layer, for the agent's limits
 
 Model = TypeVar("Model", bound=BaseModel)
 REPEATABLE = "repeatable"  # a list field's json_schema_extra key: its flag repeats (items may hold commas)
+
+
+def one_of(field: str, choices: Sequence[Any], message: str, *, allow_none: bool = False) -> Any:
+    """A validator refusing a `field` value outside `choices` with `message` (formatted with `value` and the
+    comma-joined `choices`), so a flag, a config file and `--set` word the mistake alike."""
+
+    def check(cls: type, value: Any) -> Any:
+        if (value is None and allow_none) or value in choices:
+            return value
+        raise ValueError(message.format(value=value, choices=", ".join(map(str, choices))))
+
+    return field_validator(field, mode="before")(classmethod(check))  # type: ignore[arg-type]
 
 
 class ConfigError(ValueError):

@@ -6,11 +6,11 @@ trainer and the pipeline's teacher stage); the command adds where the rows are w
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from pydantic import Field, field_validator
 
-from toolgym.config.base import Section
+from toolgym.config.base import Section, one_of
 
 RowMode = Literal["episode", "turn"]
 ROW_MODES: tuple[RowMode, ...] = get_args(RowMode)
@@ -31,12 +31,7 @@ class ConvertOptions(Section):
     train_malformed_turns: bool = False
     """Also train assistant turns that wrote a malformed call (default: kept as context, weight 0)."""
 
-    @field_validator("row_mode", mode="before")
-    @classmethod
-    def _known_row_mode(cls, value: Any) -> Any:
-        if value not in ROW_MODES:
-            raise ValueError(f"row mode must be one of {', '.join(ROW_MODES)}; got {value!r}")
-        return value
+    _known_row_mode = one_of("row_mode", ROW_MODES, "row mode must be one of {choices}; got {value!r}")
 
     @field_validator("statuses")
     @classmethod

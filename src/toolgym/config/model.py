@@ -6,12 +6,8 @@ the model layer's builder, so reading the settings stays cheap for the command l
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import field_validator
-
 from toolgym.chat.render import PROMPT_STYLES, PromptStyle
-from toolgym.config.base import Section
+from toolgym.config.base import Section, one_of
 
 
 class InitTinyConfig(Section):
@@ -35,10 +31,4 @@ class InitTinyConfig(Section):
     vocab_size: int = 4000
     """BPE vocabulary size of the tokenizer trained on the env suite."""
 
-    @field_validator("prompt_style", mode="before")
-    @classmethod
-    def _known_style(cls, value: Any) -> Any:
-        # Said as the flag has always said it, so a mistyped style reads the same from the flag or a file.
-        if value not in PROMPT_STYLES:
-            raise ValueError(f"must be one of {', '.join(PROMPT_STYLES)}; got {value!r}")
-        return value
+    _known_style = one_of("prompt_style", PROMPT_STYLES, "must be one of {choices}; got {value!r}")

@@ -6,12 +6,12 @@ both commands keep `--api-key` (or $TOOLGYM_API_KEY) as a flag of their own.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from toolgym.chat.render import PROMPT_STYLES, PromptStyle
-from toolgym.config.base import REPEATABLE, Section
+from toolgym.config.base import REPEATABLE, Section, one_of
 from toolgym.http_guard import DEFAULT_MAX_BODY_BYTES
 
 Transport = Literal["stdio", "http"]
@@ -54,13 +54,7 @@ class ServePolicyConfig(ServerGuard):
     log_level: str = "warning"
     """uvicorn log level."""
 
-    @field_validator("prompt_style", mode="before")
-    @classmethod
-    def _known_style(cls, value: Any) -> Any:
-        # Said as the flag has always said it, so a mistyped style reads the same from the flag or a file.
-        if value is not None and value not in PROMPT_STYLES:
-            raise ValueError(f"--prompt-style {value!r}: use one of {', '.join(PROMPT_STYLES)}")
-        return value
+    _known_style = one_of("prompt_style", PROMPT_STYLES, "--prompt-style {value!r}: use one of {choices}", allow_none=True)
 
 
 class ServeEnvConfig(ServerGuard):
@@ -84,9 +78,4 @@ class ServeEnvConfig(ServerGuard):
     log_level: str = "warning"
     """http: uvicorn log level."""
 
-    @field_validator("transport", mode="before")
-    @classmethod
-    def _known_transport(cls, value: Any) -> Any:
-        if value not in get_args(Transport):
-            raise ValueError(f"--transport {value!r}: use stdio or http")
-        return value
+    _known_transport = one_of("transport", get_args(Transport), "--transport {value!r}: use stdio or http")

@@ -10,11 +10,11 @@ section is `TeacherRollouts` plus the server to ask.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from toolgym.config.base import Section
+from toolgym.config.base import Section, one_of
 from toolgym.dataset.build import BuildConfig
 from toolgym.dataset.validate import TeacherConfig, TeacherRollouts
 
@@ -76,10 +76,4 @@ class TasksImportConfig(Section):
     splits: Path | None = None
     """tau2: split_tasks.json (default: the one beside FILE, if any); train → train, test → heldout_tasks."""
 
-    @field_validator("format", mode="before")
-    @classmethod
-    def _known_format(cls, value: Any) -> Any:
-        # Said as the flag has always said it, so a mistyped format reads the same from the flag or a file.
-        if value not in get_args(ImportFormat):
-            raise ValueError(f"--format {value!s}: use fleet or tau2")
-        return value
+    _known_format = one_of("format", get_args(ImportFormat), "--format {value!s}: use fleet or tau2")
