@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from toolgym.cli.errors import load_settings, usage_error
 from toolgym.config.cli import with_config
 from toolgym.config.data import ConvertConfig
 
@@ -20,11 +21,6 @@ app = typer.Typer(no_args_is_help=True)
 console = Console()
 # Flag name older than the config tree: --status (statuses).
 CONVERT_SHORTCUTS = ["out", "min_reward", ("statuses", "--status"), "row_mode", "dedupe", "train_malformed_turns"]
-
-
-def _fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {escape(message)}")
-    return typer.Exit(2)
 
 
 @app.command("validate")
@@ -59,22 +55,18 @@ def convert(
     """Write `{messages, tools, …provenance, token_samples}` rows; report rows in/out and skips by reason.
 
     Rows `data validate` flags are skipped and listed by file, line and field; exits 1 when no row is valid."""
-    from toolgym.config import ConfigError, load_config
     from toolgym.data.convert import convert_run
 
     if values.get("statuses") == []:  # `--status ""`: the default statuses, as it has always meant
         del values["statuses"]
-    try:
-        settings = load_config(ConvertConfig, config, overrides, values)
-    except ConfigError as exc:
-        raise _fail(str(exc)) from exc
+    settings = load_settings(ConvertConfig, config, overrides, values)
     if settings.out is None:
-        raise _fail("toolgym data convert needs --out (or out in --config)")
+        raise usage_error("toolgym data convert needs --out (or out in --config)")
     out = Path(settings.out)
     try:
         report = convert_run(run_dir, out, settings.options())
     except (OSError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
+        raise usage_error(str(exc)) from exc
     console.print(report.render(), markup=False, highlight=False)
     console.print(f"wrote {escape(str(out))}")
     if not report.valid_rows:

@@ -11,6 +11,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from toolgym.cli.errors import load_settings, usage_error
 from toolgym.config.cli import with_config
 from toolgym.config.evaluation import EvalRunConfig, SweepConfig
 from toolgym.verify.isolation import TRUST_HELP, tasks_have_verifiers, verifier_refusal
@@ -42,11 +43,6 @@ def parse_ks(text: str) -> list[int]:
     return ks
 
 
-def _fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {message}")
-    return typer.Exit(2)
-
-
 @app.callback(invoke_without_command=True)
 @with_config(EvalRunConfig, EVAL_SHORTCUTS)
 def evaluate(
@@ -58,7 +54,6 @@ def evaluate(
     if ctx.invoked_subcommand is not None:
         return
     from toolgym.cli.runnable_tasks import load_runnable_tasks
-    from toolgym.config import ConfigError, load_config
     from toolgym.dataset.manifest import sha256_file
     from toolgym.eval.evaluate import EvalConfig, run_eval
     from toolgym.eval.tables import summary_tables
@@ -67,20 +62,17 @@ def evaluate(
 
     if "ks" in values:
         values["ks"] = sorted(set(values["ks"]))  # --k 4,1,4 reads as 1,4
-    try:
-        settings = load_config(EvalRunConfig, config, overrides, values)
-    except ConfigError as exc:
-        raise _fail(str(exc)) from exc
+    settings = load_settings(EvalRunConfig, config, overrides, values)
     if settings.tasks is None or settings.policy is None or settings.out is None:
         console.print(ctx.get_help())
-        raise _fail("toolgym eval needs --tasks, --policy and --out (or a command: sweep, show, leakage)")
+        raise usage_error("toolgym eval needs --tasks, --policy and --out (or a command: sweep, show, leakage)")
     policy, out = settings.policy, Path(settings.out)
     eval_config = EvalConfig.model_validate(settings.model_dump(include=set(EvalConfig.model_fields)))
     try:
         tasks_path, selected = load_runnable_tasks(Path(settings.tasks), split=settings.split, envs=settings.envs,
                                                    limit=settings.limit, trust_verifiers=trust_verifiers)
     except (FileNotFoundError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
+        raise usage_error(str(exc)) from exc
     for warning in eval_config.warnings():
         console.print(f"[yellow]warning:[/yellow] {warning}")
     hf_kwargs = {"max_batch_size": settings.max_batch_size} if policy.startswith("hf:") else {}
@@ -98,7 +90,7 @@ def evaluate(
                                       tasks_sha256=sha256_file(tasks_path), progress=progress, console=console,
                                       ray=settings.ray_settings))
     except (RolloutError, ValueError, FileNotFoundError) as exc:
-        raise _fail(str(exc)) from exc
+        raise usage_error(str(exc)) from exc
     for table in summary_tables(result.summary):
         console.print(table.to_rich())
     console.print(f"wrote {out / 'eval.md'} and {out / 'eval.json'} in {result.seconds:.1f}s")
@@ -117,7 +109,7 @@ def show(
     try:
         summary = summarize(load_run(run_dir), parse_ks(k))
     except (FileNotFoundError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
+        raise usage_error(str(exc)) from exc
     for table in summary_tables(summary):
         console.print(table.to_rich())
 
@@ -130,18 +122,14 @@ def sweep_command(
     trust_verifiers: bool = typer.Option(False, "--trust-verifiers", help=TRUST_HELP),
 ) -> None:
     """Evaluate a run's checkpoints (or read its evals) and print Checkpoint 0 vs Best pass@k per env."""
-    from toolgym.config import ConfigError, load_config
     from toolgym.eval.evaluate import EvalConfig
     from toolgym.eval.sweep import evaluate_missing, sweep, sweep_tables
     from toolgym.eval.tables import TextTable
     from toolgym.rollout.tasks import load_tasks
 
     if not run_dir.is_dir():
-        raise _fail(f"{run_dir}: no such run folder")
-    try:
-        settings = load_config(SweepConfig, config, overrides, values)
-    except ConfigError as exc:
-        raise _fail(str(exc)) from exc
+        raise usage_error(f"{run_dir}: no such run folder")
+    settings = load_settings(SweepConfig, config, overrides, values)
     k = settings.ks[0]
     try:
         if settings.tasks is not None:
@@ -149,14 +137,14 @@ def sweep_command(
                                               limit=settings.limit)
             refused = verifier_refusal(tasks_have_verifiers(selected), trust_verifiers)
             if refused:
-                raise _fail(refused)
+                raise usage_error(refused)
             eval_config = EvalConfig.model_validate(settings.model_dump(include=set(EvalConfig.model_fields)))
             done = asyncio.run(evaluate_missing(run_dir, selected, eval_config, base_model=settings.base_model,
                                                 device=settings.device, tasks_path=tasks_path, console=console))
             console.print(f"sweep: evaluated {len(done)} checkpoint(s)" + (f": steps {done}" if done else ""))
         result = sweep(run_dir, k=k)
     except (FileNotFoundError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
+        raise usage_error(str(exc)) from exc
     tables: list[TextTable] = sweep_tables(result)
     for table in tables:
         console.print(table.to_rich())
@@ -176,7 +164,7 @@ def leakage_command(
     try:
         report = check_files(train, tasks)
     except (FileNotFoundError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
+        raise usage_error(str(exc)) from exc
     for overlap in report.overlaps[:50]:
         console.print(f"[red]leak:[/red] {overlap.describe()}")
     if len(report.overlaps) > 50:

@@ -11,8 +11,8 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
+from toolgym.cli.errors import load_settings, usage_error
 from toolgym.config.cli import with_config
 from toolgym.config.model import InitTinyConfig
 
@@ -22,12 +22,6 @@ INIT_TINY_SHORTCUTS = ["hidden_size", "layers", "heads", "kv_heads", "seed", "pr
                        "vocab_size"]
 
 
-def _fail(message: object) -> typer.Exit:
-    """A usage error (exit 2), said whole: a setting's file, field and line stay on one line."""
-    console.print(f"[red]error:[/red] {escape(str(message))}", soft_wrap=True)
-    return typer.Exit(2)
-
-
 @app.command("init-tiny")
 @with_config(InitTinyConfig, INIT_TINY_SHORTCUTS)
 def init_tiny_command(
@@ -35,17 +29,13 @@ def init_tiny_command(
     out: Path = typer.Argument(..., help="Folder to write the model, tokenizer and toolgym.json into."),
 ) -> None:
     """Train the tokenizer on the env suite and write a randomly initialised Qwen3ForCausalLM."""
-    from toolgym.config import ConfigError, load_config
     from toolgym.model.tiny import init_tiny
 
-    try:
-        settings = load_config(InitTinyConfig, config, overrides, values)
-    except ConfigError as exc:
-        raise _fail(exc) from exc
+    settings = load_settings(InitTinyConfig, config, overrides, values)
     try:
         path = init_tiny(out, **settings.model_dump())
     except ValueError as exc:  # a shape whose heads do not divide: said in the model layer's words
-        raise _fail(exc) from exc
+        raise usage_error(exc) from exc
     files = ", ".join(sorted(p.name for p in path.iterdir()))
     console.print(f"wrote tiny model to [bold]{path}[/bold]: {files}")
 

@@ -13,6 +13,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from toolgym.cli.errors import load_settings, usage_error
 from toolgym.config.cli import with_config
 from toolgym.config.evaluation import RolloutConfig
 from toolgym.verify.isolation import TRUST_HELP
@@ -26,11 +27,6 @@ ROLLOUT_SHORTCUTS = ["tasks", "policy", "out", "split", ("envs", "--env", "--env
                      "retry_errors", "ray", "ray_workers"]
 
 
-def _fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {message}")
-    return typer.Exit(2)
-
-
 @with_config(RolloutConfig, ROLLOUT_SHORTCUTS)
 def rollout(
     config: Path | None, overrides: list[str], values: dict[str, Any],
@@ -40,25 +36,21 @@ def rollout(
     """Run episodes of every selected task; one durable row per (task, sample) in results.jsonl."""
     from toolgym.agent.users import ScriptedUserSimulator  # heavy (agent, envs): load on use
     from toolgym.cli.runnable_tasks import load_runnable_tasks
-    from toolgym.config import ConfigError, load_config
     from toolgym.dataset.manifest import sha256_file
     from toolgym.policy.base import SamplingParams
     from toolgym.policy.spec import make_policy
     from toolgym.rollout.runner import RolloutError, RolloutInterrupted, run_rollout, run_until_signalled
 
-    try:
-        settings = load_config(RolloutConfig, config, overrides, values)
-    except ConfigError as exc:
-        raise _fail(str(exc)) from exc
+    settings = load_settings(RolloutConfig, config, overrides, values)
     if settings.tasks is None or settings.policy is None or settings.out is None:
-        raise _fail("toolgym rollout needs --tasks, --policy and --out (or tasks, policy and out in --config)")
+        raise usage_error("toolgym rollout needs --tasks, --policy and --out (or tasks, policy and out in --config)")
     policy, out = settings.policy, Path(settings.out)
     env = ",".join(settings.envs) if settings.envs else None  # as the manifest has always recorded it
     try:
         tasks_path, selected = load_runnable_tasks(Path(settings.tasks), split=settings.split, envs=settings.envs,
                                                    limit=settings.limit, trust_verifiers=trust_verifiers)
     except (FileNotFoundError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
+        raise usage_error(str(exc)) from exc
     simulator = ScriptedUserSimulator() if settings.user_simulator == "scripted" else None
     env_factory = None
     if settings.env_mcp:
@@ -71,7 +63,7 @@ def rollout(
             env_factory = remote_env_factory(settings.env_mcp,
                                              headers={"Authorization": f"Bearer {key}"} if key else None)
         except ValueError as exc:
-            raise _fail(f"--env-mcp: {exc}") from exc
+            raise usage_error(f"--env-mcp: {exc}") from exc
     sampling = SamplingParams(temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k,
                               max_new_tokens=settings.max_new_tokens, seed=settings.seed)
     hf_kwargs = {"max_batch_size": settings.max_batch_size} if policy.startswith("hf:") else {}
@@ -96,7 +88,7 @@ def rollout(
             )
         )
     except (RolloutError, ValueError, FileNotFoundError) as exc:
-        raise _fail(str(exc)) from exc
+        raise usage_error(str(exc)) from exc
     except RolloutInterrupted as exc:
         console.print(f"{exc}: every finished episode is in {out / 'results.jsonl'}; "
                       "run the same command again to resume")

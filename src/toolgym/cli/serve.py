@@ -13,8 +13,8 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
+from toolgym.cli.errors import load_settings, usage_error
 from toolgym.config.cli import with_config
 from toolgym.config.serve import ServeEnvConfig, ServePolicyConfig
 from toolgym.http_guard import API_KEY_ENV, GuardSettings, allowed_hosts_for, is_loopback, resolve_api_key
@@ -31,11 +31,6 @@ POLICY_SHORTCUTS = ["lora", "host", "port", "model_name", "device", "dtype", "ma
                     "parser", "prompt_style", ("allowed_hosts", "--allowed-host"), "max_body_bytes", "log_level"]
 ENV_SHORTCUTS = ["transport", "host", "port", ("env_variables", "--env-var"), "session_idle_timeout",
                  "max_sessions", ("allowed_hosts", "--allowed-host"), "max_body_bytes", "log_level"]
-
-
-def _fail(message: object) -> typer.Exit:
-    console.print(f"[red]error:[/red] {escape(str(message))}", soft_wrap=True)
-    return typer.Exit(2)
 
 
 def _warn_if_open(host: str, api_key: str | None) -> None:
@@ -59,19 +54,18 @@ def policy(
 
     Standard OpenAI clients work unchanged; docs/serving.md lists what each request parameter does.
     """
-    from toolgym.config import ConfigError, load_config
     from toolgym.policy.server import load_served_model, serve
 
+    settings = load_settings(ServePolicyConfig, config, overrides, values, console)
     try:
-        settings = load_config(ServePolicyConfig, config, overrides, values)
         key = resolve_api_key(api_key)
         served = load_served_model(
             str(checkpoint), lora=settings.lora, model_name=settings.model_name, parser=settings.parser,
             prompt_style=settings.prompt_style, device=settings.device, dtype=settings.dtype,
             max_batch_size=settings.max_batch_size, batch_wait_ms=settings.batch_wait_ms,
         )
-    except (ConfigError, FileNotFoundError, ValueError, KeyError) as exc:
-        raise _fail(exc) from exc
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        raise usage_error(exc, console) from exc
     host, port = settings.host, settings.port
     console.print(f"serving {served.model_name} ({served.policy.checkpoint}, {served.renderer.prompt_style} prompts) "
                   f"on http://{host}:{port}/v1"
@@ -89,12 +83,8 @@ def env(
     api_key: str | None = typer.Option(None, "--api-key", help=f"http: {API_KEY_HELP}"),
 ) -> None:
     """Serve an environment's agent tools over MCP, one isolated state per session (see toolgym.envs.mcp.server)."""
-    from toolgym.config import ConfigError, load_config
 
-    try:
-        settings = load_config(ServeEnvConfig, config, overrides, values)
-    except ConfigError as exc:
-        raise _fail(exc) from exc
+    settings = load_settings(ServeEnvConfig, config, overrides, values, console)
     from toolgym.envs.mcp.server import parse_env_variables, run_server
 
     try:
@@ -112,4 +102,4 @@ def env(
             log_level=settings.log_level,
         )
     except (KeyError, ValueError, OSError) as exc:
-        raise _fail(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc) from exc
+        raise usage_error(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc, console) from exc

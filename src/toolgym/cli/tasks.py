@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from toolgym.cli.errors import load_settings, usage_error
 from toolgym.config.cli import with_config
 from toolgym.config.tasks import TasksBuildConfig, TasksImportConfig, TasksValidateConfig
 from toolgym.dataset.table import split_table
@@ -30,16 +31,10 @@ VALIDATE_SHORTCUTS = ["out", "workers", ("teacher.url", "--teacher-url"), ("teac
 IMPORT_SHORTCUTS = ["out", "format", "env", "write_tools", "splits"]
 
 
-def _fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)  # a file, field and line on one line
-    return typer.Exit(2)
-
-
 @app.command("build")
 @with_config(TasksBuildConfig, BUILD_SHORTCUTS)
 def build(config: Path | None, overrides: list[str], values: dict[str, Any]) -> None:
     """Generate tasks from every app's families, split them, check for leaks, write the dataset."""
-    from toolgym.config import ConfigError, load_config
     from toolgym.dataset.build import build_tasks, leakage
     from toolgym.dataset.manifest import sha256_file, write_manifest
     from toolgym.envs import get_app
@@ -47,10 +42,7 @@ def build(config: Path | None, overrides: list[str], values: dict[str, Any]) -> 
     started = time.perf_counter()
     if values.get("apps") == []:  # `--apps ""`: every registered app, the field's default
         del values["apps"]
-    try:
-        settings = load_config(TasksBuildConfig, config, overrides, values)
-    except ConfigError as exc:
-        raise _fail(str(exc)) from exc
+    settings = load_settings(TasksBuildConfig, config, overrides, values)
     dataset = settings.build_config()
     tasks = build_tasks(dataset)
     problems = leakage(tasks)
@@ -88,31 +80,27 @@ def validate(
     """Replay every task's reference solution in a fresh env; keep the tasks that score reward 1.
 
     Rows that are not tasks are dropped by file and line; exits 1 when no task is kept."""
-    from toolgym.config import ConfigError, load_config
     from toolgym.dataset.manifest import tasks_file
     from toolgym.dataset.validate import write_validation
     from toolgym.rollout.teacher_check import validate_with_teacher
 
-    try:
-        settings = load_config(TasksValidateConfig, config, overrides, values)
-    except ConfigError as exc:
-        raise _fail(str(exc)) from exc
+    settings = load_settings(TasksValidateConfig, config, overrides, values)
     if (settings.teacher.url is None) != (settings.teacher.model is None):
-        raise _fail("give both --teacher-url and --teacher-model, or neither")
+        raise usage_error("give both --teacher-url and --teacher-model, or neither")
     try:
         path = tasks_file(dataset)
     except FileNotFoundError as exc:
-        raise _fail(str(exc)) from exc
+        raise usage_error(str(exc)) from exc
     refused = verifier_refusal(dataset_has_verifiers(path), trust_verifiers)
     if refused:
-        raise _fail(refused)
+        raise usage_error(refused)
     out_dir = Path(settings.out) if settings.out else path.parent / "validated"
     try:
         run = validate_with_teacher(path, workers=settings.workers, teacher=settings.teacher.teacher_config(),
                                     out_dir=out_dir)
         written = write_validation(run, out_dir)
     except (OSError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
+        raise usage_error(str(exc)) from exc
     table = Table(title=f"validate {escape(str(path))}")
     for column in ("Environment", "Input", "Kept", "Dropped"):
         table.add_column(column, justify="left" if column == "Environment" else "right")
@@ -151,19 +139,15 @@ def import_(
     and field, and (tau2) what could not be mapped is reported per task.
 
     Exits 1 when nothing was imported (an empty file, or every record rejected or skipped)."""
-    from toolgym.config import ConfigError, load_config
 
-    try:
-        settings = load_config(TasksImportConfig, config, overrides, values)
-    except ConfigError as exc:
-        raise _fail(str(exc)) from exc
+    settings = load_settings(TasksImportConfig, config, overrides, values)
     if settings.out is None:
-        raise _fail("toolgym tasks import needs --out (or out in --config)")
+        raise usage_error("toolgym tasks import needs --out (or out in --config)")
     out = settings.out
     if settings.format == "fleet" and (settings.env or settings.write_tools or settings.splits):
-        raise _fail("--env, --write-tools and --splits are options of --format tau2")
+        raise usage_error("--env, --write-tools and --splits are options of --format tau2")
     if not file.is_file():
-        raise _fail(f"{file}: no such file")
+        raise usage_error(f"{file}: no such file")
     if settings.format == "tau2":
         _import_tau2(file, out, settings.env, settings.write_tools, settings.splits)
         return

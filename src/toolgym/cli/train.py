@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from toolgym.cli import train_grpo
+from toolgym.cli.errors import usage_error
 from toolgym.config.cli import with_config
 from toolgym.config.train import RFTConfig, SFTConfig
 
@@ -29,11 +30,6 @@ RFT_SHORTCUTS = ["tasks", "model", "out", "split", "envs", "limit", "samples_per
 PROGRESS = typer.Option(True, "--progress/--no-progress")
 
 
-def _fail(exc: Exception) -> typer.Exit:
-    console.print(f"[red]error:[/red] {exc}")
-    return typer.Exit(2)
-
-
 @app.command("sft")
 @with_config(SFTConfig, SFT_SHORTCUTS)
 def sft(config: Path | None, overrides: list[str], values: dict[str, Any], progress: bool = PROGRESS) -> None:
@@ -47,7 +43,7 @@ def sft(config: Path | None, overrides: list[str], values: dict[str, Any], progr
         settings = load_config(SFTConfig, config, overrides, values)
         result = run_sft(settings, console=console, progress=progress)
     except (ConfigError, SFTError, SFTDataError, FileNotFoundError, ValueError) as exc:
-        raise _fail(exc) from exc
+        raise usage_error(exc) from exc
     if is_main_process():  # under `accelerate launch` every rank returns the same result: print it once
         console.print(result.render())
 
@@ -69,7 +65,7 @@ def rft(config: Path | None, overrides: list[str], values: dict[str, Any], progr
         settings = load_config(RFTConfig, config, overrides, values)
         result = run_rft(settings, console=console, progress=progress)
     except (ConfigError, RFTError, RolloutError, SFTError, SFTDataError, FileNotFoundError, ValueError) as exc:
-        raise _fail(exc) from exc
+        raise usage_error(exc) from exc
     if is_main_process():  # under `accelerate launch` every rank returns the same result: print it once
         console.print(result.render())
 
