@@ -67,7 +67,7 @@ def evaluate(
         console.print(ctx.get_help())
         raise usage_error("toolgym eval needs --tasks, --policy and --out (or a command: sweep, show, leakage)")
     policy, out = settings.policy, Path(settings.out)
-    eval_config = EvalConfig.model_validate(settings.model_dump(include=set(EvalConfig.model_fields)))
+    eval_config = settings.part(EvalConfig)
     try:
         tasks_path, selected = load_runnable_tasks(Path(settings.tasks), split=settings.split, envs=settings.envs,
                                                    limit=settings.limit, trust_verifiers=trust_verifiers)
@@ -138,7 +138,7 @@ def sweep_command(
             refused = verifier_refusal(tasks_have_verifiers(selected), trust_verifiers)
             if refused:
                 raise usage_error(refused)
-            eval_config = EvalConfig.model_validate(settings.model_dump(include=set(EvalConfig.model_fields)))
+            eval_config = settings.part(EvalConfig)
             done = asyncio.run(evaluate_missing(run_dir, selected, eval_config, base_model=settings.base_model,
                                                 device=settings.device, tasks_path=tasks_path, console=console))
             console.print(f"sweep: evaluated {len(done)} checkpoint(s)" + (f": steps {done}" if done else ""))

@@ -11,8 +11,8 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
+from toolgym.cli.errors import load_settings, usage_error
 from toolgym.config.cli import with_config
 from toolgym.config.report import ReportConfig
 
@@ -28,13 +28,11 @@ def report(
     run_dir: Path = typer.Argument(..., help="A run folder: pipeline run, eval folder or rollout folder."),
 ) -> None:
     """Dataset, stages, training curves, pass@k per env, before/after, trace diff, trajectory viewer."""
-    from toolgym.config import ConfigError, load_config
     from toolgym.eval.report import write_report
 
+    settings = load_settings(ReportConfig, config, overrides, values)
     try:
-        settings = load_config(ReportConfig, config, overrides, values)
         markdown_path, html_path = write_report(run_dir, settings.out, settings.options())
-    except (ConfigError, FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from exc
+    except (FileNotFoundError, ValueError) as exc:
+        raise usage_error(exc) from exc
     console.print(f"wrote {markdown_path} and {html_path}")

@@ -83,7 +83,6 @@ def env(
     api_key: str | None = typer.Option(None, "--api-key", help=f"http: {API_KEY_HELP}"),
 ) -> None:
     """Serve an environment's agent tools over MCP, one isolated state per session (see toolgym.envs.mcp.server)."""
-
     settings = load_settings(ServeEnvConfig, config, overrides, values, console)
     from toolgym.envs.mcp.server import parse_env_variables, run_server
 

@@ -139,7 +139,6 @@ def import_(
     and field, and (tau2) what could not be mapped is reported per task.
 
     Exits 1 when nothing was imported (an empty file, or every record rejected or skipped)."""
-
     settings = load_settings(TasksImportConfig, config, overrides, values)
     if settings.out is None:
         raise usage_error("toolgym tasks import needs --out (or out in --config)")

@@ -8,6 +8,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from toolgym.cli.errors import usage_error
 from toolgym.config.cli import with_config
 from toolgym.config.grpo import GRPOConfig
 
@@ -32,7 +33,6 @@ def grpo(config: Path | None, overrides: list[str], values: dict[str, Any],
             settings = load_config(GRPOConfig, None, overrides, values)
         result = run_grpo(settings, console=console, progress=progress)
     except (ConfigError, GRPOError, FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        raise usage_error(exc) from exc
     if is_main_process():  # under `accelerate launch` every rank returns the same result: print it once
         console.print(result.render())

@@ -51,4 +51,4 @@ class ConvertConfig(ConvertOptions):
 
     def options(self) -> ConvertOptions:
         """The converter's settings, without where the rows are written."""
-        return ConvertOptions.model_validate(self.model_dump(include=set(ConvertOptions.model_fields)))
+        return self.part(ConvertOptions)

@@ -136,4 +136,4 @@ class RayWorkers(Section):
     @property
     def ray_settings(self) -> RayWorkers:
         """Just these settings, apart from the command's others (what the rollout and eval runners take)."""
-        return RayWorkers.model_validate(self.model_dump(include=set(RayWorkers.model_fields)))
+        return self.part(RayWorkers)

@@ -48,4 +48,4 @@ class ReportConfig(ReportOptions):
 
     def options(self) -> ReportOptions:
         """The report's own settings, without where it is written."""
-        return ReportOptions.model_validate(self.model_dump(include=set(ReportOptions.model_fields)))
+        return self.part(ReportOptions)

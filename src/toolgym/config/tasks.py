@@ -30,7 +30,7 @@ class TasksBuildConfig(BuildConfig):
 
     def build_config(self) -> BuildConfig:
         """The dataset's own settings (what its manifest records), without where it is written."""
-        return BuildConfig.model_validate(self.model_dump(include=set(BuildConfig.model_fields)))
+        return self.part(BuildConfig)
 
 
 class ValidateTeacher(TeacherRollouts):
