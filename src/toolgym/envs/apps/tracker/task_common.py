@@ -28,12 +28,6 @@ def projects(world: World) -> list[dict[str, Any]]:
     return world.query("SELECT * FROM projects ORDER BY id")
 
 
-def project_by_id(world: World, project_id: int) -> dict[str, Any]:
-    row = world.one("SELECT * FROM projects WHERE id=?", (project_id,))
-    assert row is not None, project_id
-    return row
-
-
 def members(world: World, project_id: int, roles: tuple[str, ...] = ("admin", "member")) -> list[str]:
     return members_with(world, "project_members", ("project_id", project_id), "role", roles)
 
@@ -76,8 +70,3 @@ def open_tickets(world: World, project_id: int, where: str = "1=1", params: tupl
 
 def by_priority(row: dict[str, Any]) -> int:
     return priority_rank(row["priority"])
-
-
-def name_of(world: World, username: str) -> str:
-    row = world.one("SELECT name FROM users WHERE username=?", (username,))
-    return row["name"] if row else username
