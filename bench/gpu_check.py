@@ -502,9 +502,11 @@ def train_rows_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def part_sft(check: Check) -> dict[str, Any]:
     metrics = check.part_metrics()
     metrics["lora"] = sft_run(check, "lora")
-    if check.remaining() < check.shape.full_sft_reserve_s:
+    later = [p for p in check.args.parts.split(",") if p in PARTS[PARTS.index("sft") + 1:]]
+    reserve = check.shape.full_sft_reserve_s if later else 0.0  # time is kept only for parts that will run
+    if check.remaining() < reserve:
         metrics["full"] = {"skipped": f"{check.remaining():.0f}s of budget left, under the "
-                                      f"{check.shape.full_sft_reserve_s:.0f}s kept for the later parts"}
+                                      f"{reserve:.0f}s kept for {', '.join(later)}"}
     else:
         metrics["full"] = sft_run(check, "full")
     return metrics

@@ -9,13 +9,13 @@ the run's manifest differs): that is an error naming the stage, never a silent r
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolgym.cpu_time import cpu_seconds, cpu_since
 from toolgym.dataset.manifest import read_manifest, write_manifest
 from toolgym.pipeline import stages
 from toolgym.pipeline.config import STAGES, PipelineConfig
@@ -57,12 +57,6 @@ STAGE_SPECS = (
     StageSpec("report", stages.report_done, stages.run_report_stage, lambda c: c.report.enabled),
 )
 assert tuple(s.name for s in STAGE_SPECS) == STAGES
-
-
-def process_cpu_seconds() -> float:
-    """CPU time of this process and of its finished children (validation's worker pool)."""
-    times = os.times()
-    return times.user + times.system + times.children_user + times.children_system
 
 
 def _records(run: Path) -> dict[str, dict[str, Any]]:
@@ -144,21 +138,21 @@ def run_pipeline(config: PipelineConfig, *, console: Any | None = None, progress
         ctx.say(f"[bold]== {spec.name} ==[/bold]")
         records[spec.name] = {"status": "running", "fingerprint": fingerprint}
         _write_manifest(ctx, records, "running")
-        wall, cpu = time.perf_counter(), process_cpu_seconds()
+        wall, cpu = time.perf_counter(), cpu_seconds(children=True)
         try:
             _fresh_accelerator_state()
             detail = spec.run(ctx)
         except Exception as exc:  # recorded in the summary, then raised as a PipelineError
             records[spec.name] = {"status": "failed", "fingerprint": fingerprint,
                                   "seconds": round(time.perf_counter() - wall, 3),
-                                  "cpu_seconds": round(process_cpu_seconds() - cpu, 3),
+                                  "cpu_seconds": round(cpu_since(cpu, children=True), 3),
                                   "error": f"{type(exc).__name__}: {exc}"}
             failure = f"stage {spec.name} failed: {type(exc).__name__}: {exc}"
             break
         status = str(detail.pop("status", "done")) if isinstance(detail, dict) else "done"
         records[spec.name] = {"status": status, "fingerprint": fingerprint,
                               "seconds": round(time.perf_counter() - wall, 3),
-                              "cpu_seconds": round(process_cpu_seconds() - cpu, 3), "detail": detail}
+                              "cpu_seconds": round(cpu_since(cpu, children=True), 3), "detail": detail}
         invocation["ran"].append(spec.name)
         _write_manifest(ctx, records, "running")
     summary = build_summary(ctx, records)

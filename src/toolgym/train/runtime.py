@@ -9,7 +9,6 @@ every step, so a 400-step SFT of the 4M-parameter default grew past 4 GB where f
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -17,17 +16,12 @@ from typing import Any, Literal
 import torch
 
 from toolgym.config.pieces import DEFAULT_TARGET_MODULES, Lora
+from toolgym.cpu_time import cpu_seconds, cpu_since
 
 __all__ = ["DEFAULT_TARGET_MODULES", "Lora", "apply_lora", "load_model"]
 
 Precision = Literal["auto", "bf16", "fp32"]
 PRECISIONS: tuple[Precision, ...] = ("auto", "bf16", "fp32")
-
-
-def cpu_seconds() -> float:
-    """CPU time of this process (all threads): comparable across runs on a shared machine."""
-    times = os.times()
-    return times.user + times.system
 
 
 class RunClock:
@@ -48,11 +42,11 @@ class RunClock:
     def loop_seconds(self) -> tuple[float, float]:
         """(wall, CPU) seconds the run's training loop has taken, earlier calls included."""
         return (self.elapsed_before + time.perf_counter() - self.loop_started,
-                self.cpu_before + cpu_seconds() - self.loop_cpu_started)
+                self.cpu_before + cpu_since(self.loop_cpu_started))
 
     def call_seconds(self) -> tuple[float, float]:
         """(wall, CPU) seconds since this call began: loading and building included."""
-        return time.perf_counter() - self.started, cpu_seconds() - self.cpu_started
+        return time.perf_counter() - self.started, cpu_since(self.cpu_started)
 
 
 def resolve_device(device: str) -> str:

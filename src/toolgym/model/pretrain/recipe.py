@@ -20,13 +20,13 @@ from typing import Any
 import torch
 
 from toolgym.chat.render import MODEL_CONFIG_FILE, Renderer
+from toolgym.cpu_time import cpu_seconds, cpu_since
 from toolgym.model.pretrain.corpus import SKILLS, generate_corpus
 from toolgym.model.pretrain.render import episode_text_plain
 from toolgym.model.pretrain.train import (
     EMULATED_BF16_COST,
     StepRecord,
     TrainConfig,
-    cpu_seconds,
     eval_episodes,
     fast_bf16,
     train,
@@ -160,7 +160,7 @@ def pretrain_tiny(
     records = train(model, renderer, recipe.train, on_step, record_eval, eval_set,
                     snapshot=snapshot, snapshot_every=snapshot_every)
     save_weights(model, out, recipe.weights_dtype)
-    cpu_total, wall_total = cpu_seconds() - started_cpu, time.perf_counter() - started_wall
+    cpu_total, wall_total = cpu_since(started_cpu), time.perf_counter() - started_wall
     report = PretrainReport(
         out=out, steps=len(records), cpu_seconds=cpu_total, wall_seconds=wall_total,
         tokens=sum(r.tokens for r in records), supervised_tokens=sum(r.supervised for r in records),

@@ -9,7 +9,6 @@ so every loss value on one machine type.
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -20,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from toolgym.chat.render import Renderer
+from toolgym.cpu_time import cpu_seconds, cpu_since
 from toolgym.model.pretrain.corpus import generate_episode
 from toolgym.model.pretrain.data import episode_stream, pack_batch, padded_batch
 from toolgym.model.pretrain.render import TokenizedEpisode, tokenize_episode
@@ -141,12 +141,6 @@ def chunk_copy_batch(step: int, seed: int, rows: int, length: int, vocab_low: in
         # position p - 1 predicts token p
         targets[row, :-1] = torch.where(mask[1:], ids[row, 1:], torch.tensor(-100))
     return ids, targets
-
-
-def cpu_seconds() -> float:
-    """CPU time of this process (all threads): comparable across runs on a shared machine."""
-    times = os.times()
-    return times.user + times.system
 
 
 def supervised_loss(model: Any, input_ids: torch.Tensor, targets: torch.Tensor,
@@ -280,7 +274,7 @@ def train(model: Any, renderer: Renderer, config: TrainConfig,
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
         record = StepRecord(step, float(loss.detach()), lr, tokens, supervised,
-                            cpu_seconds() - cpu_start - eval_cpu, time.perf_counter() - wall_start)
+                            cpu_since(cpu_start) - eval_cpu, time.perf_counter() - wall_start)
         records.append(record)
         if on_step:
             on_step(record)
@@ -291,7 +285,7 @@ def train(model: Any, renderer: Renderer, config: TrainConfig,
         ):
             before = cpu_seconds()
             result = evaluate_skills(model, eval_set, pad_id, config.bf16)
-            eval_cpu += cpu_seconds() - before
+            eval_cpu += cpu_since(before)
             last_eval = record.cpu_s
             on_eval(step, record.cpu_s, result)
     return records
