@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from toolgym.cli.eval import EVAL_SHORTCUTS, SWEEP_SHORTCUTS
@@ -20,7 +22,7 @@ from toolgym.config.cli import shortcut_flags
 from toolgym.config.evaluation import EvalConfig, EvalRunConfig, RolloutConfig, SweepConfig
 from toolgym.config.grpo import GRPOConfig, fingerprint_of_recorded
 from toolgym.config.pipeline import PipelineConfig
-from toolgym.config.reference import render
+from toolgym.config.reference import COMMANDS, render
 from toolgym.config.train import RFTConfig, SFTConfig
 from toolgym.train.sft import _config_for_resume, recorded_resume_config
 
@@ -45,6 +47,25 @@ def test_help_lists_the_shortcut_flags_derived_from_the_tree(command: list[str],
         assert flag in result.output, flag
     assert "Peak learning rate." in CliRunner().invoke(app, ["train", "sft", "--help"],
                                                         env={"COLUMNS": "300"}).output  # help = field doc
+
+
+def _leaf_commands(group: Any, path: tuple[str, ...] = ()) -> list[tuple[str, Any]]:
+    subs = getattr(group, "commands", None)
+    if not subs:
+        return [(" ".join(path), group)]
+    own = [(" ".join(path), group)] if path and group.invoke_without_command else []  # `toolgym eval` runs too
+    return own + [c for name, sub in subs.items() for c in _leaf_commands(sub, (*path, name))]
+
+
+def test_every_command_reads_the_config_tree_and_is_in_the_reference() -> None:
+    documented = {name.removeprefix("toolgym ") for name, _ in COMMANDS}
+    commands = _leaf_commands(typer.main.get_command(app))
+    assert len(commands) >= 20
+    for name, command in commands:
+        params = {p.name for p in command.params}
+        assert {"config", "overrides"} <= params, f"{name}: no --config/--set"
+        assert name in documented, f"{name}: not in docs/config-reference.md"
+    assert documented == {name for name, _ in commands}
 
 
 def test_eval_and_rollout_keep_their_older_flag_names() -> None:

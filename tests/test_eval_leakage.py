@@ -78,6 +78,12 @@ def test_leakage_cli_exit_codes(tmp_path: Path) -> None:
     leak = CliRunner().invoke(app, ["eval", "leakage", "--train", str(sft), "--tasks", str(dataset)],
                               env={"COLUMNS": "300"})
     assert leak.exit_code == 1 and f"prompt of eval task '{held.id}'" in leak.output
+    settings = tmp_path / "leakage.yaml"
+    settings.write_text(f"train: [{sft}]\ntasks: {dataset}\n")
+    from_file = CliRunner().invoke(app, ["eval", "leakage", "--config", str(settings)], env={"COLUMNS": "300"})
+    assert from_file.exit_code == 1 and f"prompt of eval task '{held.id}'" in from_file.output
+    one_side = CliRunner().invoke(app, ["eval", "leakage", "--train", str(sft)], env={"COLUMNS": "300"})
+    assert one_side.exit_code == 2 and "needs training data" in one_side.output
 
 
 def test_check_leakage_reports_both_kinds_for_one_task() -> None:

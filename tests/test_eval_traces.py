@@ -125,6 +125,14 @@ def test_traces_diff_cli(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "no such run folder" in missing.output
     no_greedy = CliRunner().invoke(app, ["traces", "diff", str(path_a), str(path_b), "--greedy"], env={"COLUMNS": "400"})
     assert no_greedy.exit_code == 2 and "greedy" in no_greedy.output
+    settings = tmp_path / "diff.yaml"
+    settings.write_text("greedy: true\n")
+    from_file = CliRunner().invoke(app, ["traces", "diff", str(path_a), str(path_b), "--config", str(settings)],
+                                   env={"COLUMNS": "400"})
+    assert from_file.exit_code == 2 and "greedy" in from_file.output  # the file's greedy: true, as --greedy
+    overridden = CliRunner().invoke(app, ["traces", "diff", str(path_a), str(path_b), "--config", str(settings),
+                                          "--set", "greedy=false"], env={"COLUMNS": "400"})
+    assert overridden.exit_code == 0, overridden.output
 
 
 def test_newcombe_interval_matches_the_published_examples() -> None:

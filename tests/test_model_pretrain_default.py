@@ -41,7 +41,7 @@ def test_model_card_states_the_corpus_and_how_to_rebuild() -> None:
 
 def test_recorded_recipe_is_complete() -> None:
     pretrain = read_pretrain_settings(DEFAULT_MODEL_DIR)
-    recipe = TinyRecipe.from_dict(pretrain["recipe"])
+    recipe = TinyRecipe.model_validate(pretrain["recipe"])
     assert len(pretrain["reference_losses"]) == recipe.verify_steps
     assert pretrain["steps"] == recipe.train.steps
     assert pretrain["cpu_seconds"] > 0

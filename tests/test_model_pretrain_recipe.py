@@ -141,13 +141,11 @@ def test_context_weight_adds_the_rest_of_the_episode_at_its_weight(toy_model: Pa
 
 
 def test_the_recipe_plants_the_copy_circuit(tmp_path: Path) -> None:
-    from dataclasses import replace
-
     from toolgym.model.pretrain.plant import ROPE_THETA
     from toolgym.model.pretrain.recipe import _initial_model, build_recipe_tokenizer
     from toolgym.model.pretrain.train import chunk_copy_batch
 
-    recipe = replace(TOY, planted_copy=True, hidden_size=256, layers=2, heads=4, kv_heads=2)
+    recipe = TOY.model_copy(update={"planted_copy": True, "hidden_size": 256, "layers": 2, "heads": 4, "kv_heads": 2})
     model = _initial_model(recipe, build_recipe_tokenizer(recipe), tmp_path)
     assert model.config.rope_parameters["rope_theta"] == ROPE_THETA
     ids, targets = chunk_copy_batch(0, 1, rows=2, length=256, vocab_low=10, vocab_high=model.config.vocab_size)

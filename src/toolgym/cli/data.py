@@ -1,7 +1,7 @@
 """`toolgym data validate PATH [--strict]` and `toolgym data convert RUN_DIR --out FILE …`.
 
-`convert` reads its settings from `toolgym.config.data.ConvertConfig` (`--config FILE`, the shortcut flags
-below, `--set KEY=VALUE`; docs/config-reference.md lists every setting).
+Both read their settings from `toolgym.config.data` (`--config FILE`, the shortcut flags below, `--set
+KEY=VALUE`; docs/config-reference.md lists every setting).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from toolgym.cli.errors import load_settings, usage_error
 from toolgym.config.cli import with_config
-from toolgym.config.data import ConvertConfig
+from toolgym.config.data import ConvertConfig, DataValidateConfig
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()
@@ -24,15 +24,17 @@ CONVERT_SHORTCUTS = ["out", "min_reward", ("statuses", "--status"), "row_mode", 
 
 
 @app.command("validate")
+@with_config(DataValidateConfig, ["strict"])
 def validate(
+    config: Path | None, overrides: list[str], values: dict[str, Any],
     path: Path = typer.Argument(..., help="A results.jsonl, a run folder holding one, or an SFT rows file."),
-    strict: bool = typer.Option(False, "--strict", help="Exit with status 1 if any row is invalid."),
 ) -> None:
     """Check roles, system placement, tool-call ids, arguments, tools and token samples; count reasons.
 
     Exits 1 when the file has no valid row (empty, or every row invalid), with or without --strict."""
     from toolgym.data.validate import validate_file
 
+    settings = load_settings(DataValidateConfig, config, overrides, values)
     try:
         report = validate_file(path)
     except OSError as exc:
@@ -41,7 +43,7 @@ def validate(
     console.print(report.render(), markup=False, highlight=False)  # rows' text is data, never markup
     if not report.valid:
         raise typer.Exit(1)
-    if strict and report.invalid:
+    if settings.strict and report.invalid:
         console.print(f"[red]--strict: {report.invalid} invalid row(s)[/red]")
         raise typer.Exit(1)
 

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from toolgym.cli.errors import load_settings, usage_error
 from toolgym.config.cli import with_config
-from toolgym.config.evaluation import EvalRunConfig, SweepConfig
+from toolgym.config.evaluation import EvalRunConfig, EvalShowConfig, LeakageConfig, SweepConfig
 from toolgym.verify.isolation import TRUST_HELP, tasks_have_verifiers, verifier_refusal
 
 app = typer.Typer(
@@ -30,17 +30,6 @@ EVAL_SHORTCUTS = ["tasks", "policy", "out", ("samples_per_task", "--samples", "-
 SWEEP_SHORTCUTS = ["tasks", "split", ("envs", "--env", "--envs"), "limit", ("samples_per_task", "--samples",
                    "--samples-per-task"), "trials", ("ks", "--k", "--ks"), "temperature", "max_new_tokens", "seed",
                    "base_model", "device", "max_turns", "concurrency"]
-
-
-def parse_ks(text: str) -> list[int]:
-    """'1,3,4' → [1, 3, 4]; a clear error for anything else."""
-    try:
-        ks = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError as exc:
-        raise typer.BadParameter(f"--k {text!r}: write comma-separated integers, e.g. 1,3,4") from exc
-    if not ks or ks[0] < 1:
-        raise typer.BadParameter(f"--k {text!r}: every k must be ≥ 1")
-    return ks
 
 
 @app.callback(invoke_without_command=True)
@@ -97,17 +86,19 @@ def evaluate(
 
 
 @app.command("show")
+@with_config(EvalShowConfig, [("ks", "--k", "--ks")])
 def show(
+    config: Path | None, overrides: list[str], values: dict[str, Any],
     run_dir: Path = typer.Argument(..., help="A rollout folder (results.jsonl) or an eval folder (trial-<t>/)."),
-    k: str = typer.Option("1", "--k", help="Comma-separated k values."),
 ) -> None:
     """Print the per-env / per-split tables of runs already on disk."""
     from toolgym.eval.records import load_run
     from toolgym.eval.summary import summarize
     from toolgym.eval.tables import summary_tables
 
+    settings = load_settings(EvalShowConfig, config, overrides, values)
     try:
-        summary = summarize(load_run(run_dir), parse_ks(k))
+        summary = summarize(load_run(run_dir), settings.ks)
     except (FileNotFoundError, ValueError) as exc:
         raise usage_error(str(exc)) from exc
     for table in summary_tables(summary):
@@ -154,15 +145,15 @@ def sweep_command(
 
 
 @app.command("leakage")
-def leakage_command(
-    train: list[Path] = typer.Option(..., "--train", help="Training data: tasks.jsonl (train split), SFT rows, results."),
-    tasks: Path = typer.Option(..., "--tasks", help="Eval tasks: a dataset (held-out splits) or a results file."),
-) -> None:
+@with_config(LeakageConfig, ["train", "tasks"])
+def leakage_command(config: Path | None, overrides: list[str], values: dict[str, Any]) -> None:
     """Fail (exit 1) when an eval task's id or normalized prompt appears in the training data."""
     from toolgym.eval.leakage import check_files
 
+    settings = load_settings(LeakageConfig, config, overrides, values)
+    assert settings.tasks is not None  # the config refuses a check without eval tasks
     try:
-        report = check_files(train, tasks)
+        report = check_files(settings.train, settings.tasks)
     except (FileNotFoundError, ValueError) as exc:
         raise usage_error(str(exc)) from exc
     for overlap in report.overlaps[:50]:

@@ -1,7 +1,8 @@
 """`toolgym model init-tiny | pretrain-tiny | verify-default`: build, pre-train and check the tiny model.
 
-`init-tiny` reads its settings from `toolgym.config.model` (`--config FILE`, the shortcut flags below,
-`--set KEY=VALUE`; docs/config-reference.md lists every setting).
+Each reads its settings from `toolgym.config.model` (`--config FILE`, the shortcut flags below,
+`--set KEY=VALUE`; docs/config-reference.md lists every setting), e.g.
+`toolgym model pretrain-tiny OUT --config recipe.yaml --set train.lr=1e-3 --steps 10`.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from rich.console import Console
 
 from toolgym.cli.errors import load_settings, usage_error
 from toolgym.config.cli import with_config
-from toolgym.config.model import InitTinyConfig
+from toolgym.config.model import InitTinyConfig, PretrainTinyConfig, VerifyDefaultConfig
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()
 INIT_TINY_SHORTCUTS = ["hidden_size", "layers", "heads", "kv_heads", "seed", "prompt_style", "context_length",
                        "vocab_size"]
+# --seed sets both seeds (the run's follows the recipe's); --steps and --threads keep their older names.
+PRETRAIN_TINY_SHORTCUTS = ["seed", ("train.steps", "--steps"), ("train.threads", "--threads")]
+VERIFY_DEFAULT_SHORTCUTS = ["steps", "tolerance"]
 
 
 @app.command("init-tiny")
@@ -53,26 +57,18 @@ def _warn_if_bf16_is_emulated(bf16: bool, advice: str) -> None:
 
 
 @app.command("pretrain-tiny")
+@with_config(PretrainTinyConfig, PRETRAIN_TINY_SHORTCUTS)
 def pretrain_tiny_command(
+    config: Path | None, overrides: list[str], values: dict[str, Any],
     out: Path = typer.Argument(..., help="Folder to write the pre-trained model, tokenizer, toolgym.json and MODEL_CARD.md."),
-    seed: int = typer.Option(0, help="One seed fixes the tokenizer corpus, the init, the corpus order and so every loss."),
-    steps: int | None = typer.Option(None, help="Training steps (default: the shipped recipe's)."),
-    threads: int | None = typer.Option(None, help="torch threads (default: the recipe's; results depend on it)."),
 ) -> None:
     """Pre-train the tiny default model from scratch on the generic synthetic tool-use corpus (CPU)."""
-    from dataclasses import replace
+    recipe = load_settings(PretrainTinyConfig, config, overrides, values)
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from toolgym.model.pretrain.recipe import TinyRecipe, pretrain_tiny
+    from toolgym.model.pretrain.recipe import pretrain_tiny
 
-    recipe = TinyRecipe(seed=seed)
-    train = recipe.train
-    if steps is not None:
-        train = replace(train, steps=steps)
-    if threads is not None:
-        train = replace(train, threads=threads)
-    recipe = replace(recipe, train=replace(train, seed=seed))
     _warn_if_bf16_is_emulated(recipe.train.bf16, "the model card's CPU time was measured where bf16 is native")
     columns = (TextColumn("[bold]pre-training[/bold]"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
                TextColumn("loss {task.fields[loss]:.3f}"), TextColumn("{task.fields[cpu]:.1f} CPU-min"), TimeElapsedColumn())
@@ -98,33 +94,35 @@ def pretrain_tiny_command(
 
 
 @app.command("verify-default")
+@with_config(VerifyDefaultConfig, VERIFY_DEFAULT_SHORTCUTS)
 def verify_default_command(
+    config: Path | None, overrides: list[str], values: dict[str, Any],
     model_dir: Path | None = typer.Argument(None, help="Model folder to verify (default: the shipped default)."),
-    steps: int | None = typer.Option(None, help="How many of the recorded first steps to re-run (default: all)."),
-    tolerance: float = typer.Option(1e-4, help="Largest allowed absolute loss difference."),
 ) -> None:
     """Rebuild the tokenizer and re-run the first training steps from the seed; the losses must match."""
+    settings = load_settings(VerifyDefaultConfig, config, overrides, values)
+
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from toolgym.model.pretrain.recipe import (
         DEFAULT_MODEL_DIR,
-        TinyRecipe,
         read_pretrain_settings,
         steps_to_verify,
+        stored_recipe,
         verify_default,
     )
 
     folder = model_dir or DEFAULT_MODEL_DIR
     try:
         pretrain = read_pretrain_settings(folder)
-        recipe = TinyRecipe.from_dict(pretrain["recipe"])
-        count = steps_to_verify(pretrain, steps)
+        recipe = stored_recipe(pretrain, folder)
+        count = steps_to_verify(pretrain, settings.steps)
         _warn_if_bf16_is_emulated(recipe.train.bf16, "--steps 3 checks the first 3 steps only")
         columns = (TextColumn("[bold]re-running[/bold]"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
                    TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
         with Progress(*columns, console=console) as progress:
             bar = progress.add_task("verify", total=count)
-            result = verify_default(folder, steps=steps, tolerance=tolerance,
+            result = verify_default(folder, steps=settings.steps, tolerance=settings.tolerance,
                                     on_step=lambda record: progress.update(bar, completed=record.step + 1))
     except (FileNotFoundError, ValueError) as exc:
         console.print(f"[red]cannot verify:[/red] {exc}")

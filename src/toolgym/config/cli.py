@@ -46,6 +46,17 @@ def _plain(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
+def _comma_strings(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _comma_integers(text: str) -> list[int]:
+    try:
+        return [int(part) for part in _comma_strings(text)]
+    except ValueError:
+        raise ValueError("write comma-separated integers, e.g. 1,3,4") from None
+
+
 def flag_type(info: FieldInfo) -> tuple[type, Callable[[Any], Any], str]:
     """(the flag's click type, how its value becomes the field's, a note for the help) of one field."""
     annotation, _ = _plain(info.annotation)
@@ -57,8 +68,7 @@ def flag_type(info: FieldInfo) -> tuple[type, Callable[[Any], Any], str]:
         return list[str], list, " (repeatable)"  # type: ignore[return-value]
     if origin is list:
         (item,) = typing.get_args(annotation) or (str,)
-        convert = int if item is int else str
-        return str, lambda v: [convert(p.strip()) for p in v.split(",") if p.strip()], " (comma-separated)"
+        return str, _comma_integers if item is int else _comma_strings, " (comma-separated)"
     if annotation in (bool, int, float):
         return annotation, lambda v: v, ""
     return str, lambda v: v, ""

@@ -1,4 +1,4 @@
-"""`toolgym data convert`'s settings: which episodes of a rollout become SFT rows, and how.
+"""`toolgym data convert`'s settings (which episodes of a rollout become SFT rows, and how) and `data validate`'s.
 
 `ConvertOptions` is the converter's own settings type (`toolgym.data.convert` takes it, as do the RFT
 trainer and the pipeline's teacher stage); the command adds where the rows are written.
@@ -52,3 +52,11 @@ class ConvertConfig(ConvertOptions):
     def options(self) -> ConvertOptions:
         """The converter's settings, without where the rows are written."""
         return self.part(ConvertOptions)
+
+
+class DataValidateConfig(Section):
+    """`toolgym data validate PATH`: check roles, system placement, tool-call ids, arguments, tools and token
+    samples of a results.jsonl or SFT rows file; count the reasons."""
+
+    strict: bool = False
+    """Exit with status 1 if any row is invalid (without it: only when no row is valid)."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from toolgym.config.base import REPEATABLE, Section
-from toolgym.config.pieces import EpisodeLimits, PolicyTarget, RayWorkers, Sampling, TaskSelection
+from toolgym.config.pieces import EpisodeLimits, PassAtK, PolicyTarget, RayWorkers, Sampling, TaskSelection
 
 
 class EvalConfig(Sampling, EpisodeLimits):
@@ -123,3 +124,22 @@ class EvalStageSettings(Section):
         extra = self.stage_settings.get(stage)  # type: ignore[call-overload]
         return {**self.settings.model_dump(exclude_unset=True),
                 **(extra.model_dump(exclude_unset=True) if extra is not None else {})}
+
+
+class EvalShowConfig(PassAtK):
+    """`toolgym eval show RUN_DIR`: the per-env / per-split tables of a run already on disk."""
+
+
+class LeakageConfig(Section):
+    """`toolgym eval leakage`: fail when an eval task's id or normalized prompt appears in the training data."""
+
+    train: list[Path] = Field(default_factory=list, json_schema_extra={REPEATABLE: True})
+    """Training data: tasks.jsonl (train split), SFT rows, results (one or more)."""
+    tasks: Path | None = None
+    """Eval tasks: a dataset (held-out splits) or a results file."""
+
+    @model_validator(mode="after")
+    def _both_sides(self) -> LeakageConfig:
+        if not self.train or self.tasks is None:
+            raise ValueError("a leakage check needs training data (train, --train) and eval tasks (tasks, --tasks)")
+        return self

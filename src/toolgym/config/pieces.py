@@ -19,6 +19,20 @@ Split = Literal["train", "heldout_tasks", "heldout_env"]
 SelectedSplit = Literal["train", "heldout_tasks", "heldout_env", "eval"]
 
 
+class PassAtK(Section):
+    """Which k the pass@k tables of runs already on disk show."""
+
+    ks: list[int] = Field(default_factory=lambda: [1])
+    """k values for pass@k and pass^k."""
+
+    @field_validator("ks")
+    @classmethod
+    def _positive_ks(cls, value: list[int]) -> list[int]:
+        if not value or min(value) < 1:
+            raise ValueError(f"every k must be ≥ 1, got {value}")
+        return sorted(set(value))
+
+
 class Sampling(Section):
     """How each turn is sampled."""
 

@@ -12,29 +12,31 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from toolgym.config.data import ConvertConfig
-from toolgym.config.evaluation import EvalRunConfig, RolloutConfig, SweepConfig
+from toolgym.config.data import ConvertConfig, DataValidateConfig
+from toolgym.config.evaluation import EvalRunConfig, EvalShowConfig, LeakageConfig, RolloutConfig, SweepConfig
 from toolgym.config.grpo import GRPOConfig
-from toolgym.config.model import InitTinyConfig
+from toolgym.config.model import InitTinyConfig, PretrainTinyConfig, VerifyDefaultConfig
 from toolgym.config.pipeline import PipelineConfig
 from toolgym.config.report import ReportConfig
 from toolgym.config.serve import ServeEnvConfig, ServePolicyConfig
 from toolgym.config.tasks import TasksBuildConfig, TasksImportConfig, TasksValidateConfig
+from toolgym.config.traces import TracesDiffConfig
 from toolgym.config.train import RFTConfig, SFTConfig
 
 COMMANDS: list[tuple[str, type[BaseModel]]] = [
     ("toolgym train sft", SFTConfig), ("toolgym train rft", RFTConfig), ("toolgym train grpo", GRPOConfig),
-    ("toolgym eval", EvalRunConfig), ("toolgym eval sweep", SweepConfig), ("toolgym rollout", RolloutConfig),
+    ("toolgym eval", EvalRunConfig), ("toolgym eval sweep", SweepConfig), ("toolgym eval show", EvalShowConfig),
+    ("toolgym eval leakage", LeakageConfig), ("toolgym traces diff", TracesDiffConfig), ("toolgym rollout", RolloutConfig),
     ("toolgym tasks build", TasksBuildConfig), ("toolgym tasks validate", TasksValidateConfig),
     ("toolgym tasks import", TasksImportConfig), ("toolgym model init-tiny", InitTinyConfig),
-    ("toolgym data convert", ConvertConfig), ("toolgym serve policy", ServePolicyConfig), ("toolgym serve env", ServeEnvConfig),
+    ("toolgym model pretrain-tiny", PretrainTinyConfig), ("toolgym model verify-default", VerifyDefaultConfig),
+    ("toolgym data validate", DataValidateConfig), ("toolgym data convert", ConvertConfig), ("toolgym serve policy", ServePolicyConfig), ("toolgym serve env", ServeEnvConfig),
     ("toolgym report", ReportConfig), ("toolgym pipeline", PipelineConfig)]
 HEADER = """# Config reference
 
 Generated from `toolgym.config` by `python -m toolgym.config.reference`; do not edit by hand.
 
-Every train, eval, rollout, tasks build/validate/import, model init-tiny, data convert, serve, report and
-pipeline command reads a YAML file with `--config FILE` (the pipeline takes it as its argument), then its
+Every command reads a YAML file with `--config FILE` (the pipeline takes it as its argument), then its
 shortcut flags, then `--set KEY=VALUE` overrides with dotted keys, applied in that order:
 
     toolgym train sft --config sft.yaml --set lr=3e-4 --set lora.enabled=true

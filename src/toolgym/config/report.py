@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from toolgym.config.base import REPEATABLE, Section
+from toolgym.config.base import REPEATABLE
+from toolgym.config.pieces import PassAtK
 
 
-class ReportOptions(Section):
+class ReportOptions(PassAtK):
     """What the report compares and shows."""
 
-    ks: list[int] = Field(default_factory=lambda: [1])
-    """k values for pass@k tables."""
     before: Path | None = None
     """Run folder (under RUN_DIR) to compare from (default: the first run in stage order)."""
     after: Path | None = None
@@ -30,13 +29,6 @@ class ReportOptions(Section):
     """Page title (default: Run <folder name>)."""
     runs: list[str] = Field(default_factory=list, json_schema_extra={REPEATABLE: True})
     """Only these run folders (relative to RUN_DIR); empty: every run."""
-
-    @field_validator("ks")
-    @classmethod
-    def _positive_ks(cls, value: list[int]) -> list[int]:
-        if not value or min(value) < 1:
-            raise ValueError(f"every k must be ≥ 1, got {value}")
-        return sorted(set(value))
 
 
 class ReportConfig(ReportOptions):

@@ -13,24 +13,19 @@ import platform
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 
 from toolgym.chat.render import MODEL_CONFIG_FILE, Renderer
 from toolgym.cpu_time import cpu_seconds, cpu_since
 from toolgym.model.pretrain.corpus import SKILLS, generate_corpus
 from toolgym.model.pretrain.render import episode_text_plain
-from toolgym.model.pretrain.train import (
-    EMULATED_BF16_COST,
-    StepRecord,
-    TrainConfig,
-    eval_episodes,
-    fast_bf16,
-    train,
-)
+from toolgym.model.pretrain.settings import TinyRecipe as TinyRecipe  # re-exported: defined torch-free
+from toolgym.model.pretrain.train import EMULATED_BF16_COST, StepRecord, eval_episodes, fast_bf16, train
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "default"
 
@@ -42,32 +37,6 @@ WORD_ISOLATING_PATTERN = (
 )
 TOKENIZER_SEED_OFFSET = 7919  # the tokenizer's text is its own corpus stream, not the training stream
 RECIPE_VERSION = 3  # 2: planted copy circuit, context tokens in the loss at 0.3, 500 steps; 3: 1,000 steps
-
-
-@dataclass
-class TinyRecipe:
-    """Everything that decides the default model; a changed field is a different model."""
-
-    seed: int = 0
-    vocab_size: int = 4000
-    pretokenizer: str = "word_isolating"  # or "qwen" (tiny.py's default split)
-    tokenizer_episodes: int = 6000
-    hidden_size: int = 256
-    layers: int = 4
-    heads: int = 4
-    kv_heads: int = 2
-    context_length: int = 4096
-    weights_dtype: str = "bfloat16"  # storage only: the folder loads as float32 (config dtype)
-    verify_steps: int = 20
-    # Start from weights with a copy circuit planted (plant.py): copying never formed from random init.
-    planted_copy: bool = True
-    train: TrainConfig = field(default_factory=TrainConfig)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TinyRecipe:
-        values = dict(data)
-        values["train"] = TrainConfig(**values.get("train", {}))
-        return cls(**values)
 
 
 @dataclass
@@ -170,7 +139,7 @@ def pretrain_tiny(
     settings = json.loads((out / MODEL_CONFIG_FILE).read_text(encoding="utf-8"))
     settings["pretrain"] = {
         "recipe_version": RECIPE_VERSION,
-        "recipe": asdict(recipe),
+        "recipe": recipe.model_dump(),
         "tokenizer_sha256": tokenizer_digest(tokenizer),
         "reference_losses": [r.loss for r in records[: recipe.verify_steps]],
         "steps": report.steps,
@@ -213,6 +182,16 @@ def read_pretrain_settings(model_dir: Path) -> dict[str, Any]:
     return settings["pretrain"]
 
 
+def stored_recipe(pretrain: dict[str, Any], model_dir: Path) -> TinyRecipe:
+    """The recipe a folder's toolgym.json records; one this version cannot read is named with its file."""
+    try:
+        return TinyRecipe.model_validate(pretrain.get("recipe"))
+    except ValidationError as exc:
+        problems = "; ".join(".".join(["pretrain.recipe", *map(str, e["loc"])]) + ": "
+                             + e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        raise ValueError(f"{model_dir / MODEL_CONFIG_FILE}: {problems}") from None
+
+
 def steps_to_verify(pretrain: dict[str, Any], steps: int | None) -> int:
     """The recorded first steps a verify re-runs: `steps` of them (all when None), at most all."""
     recorded = len(pretrain["reference_losses"])
@@ -226,7 +205,7 @@ def verify_default(
     """Rebuild the tokenizer and re-run the first `steps` training steps from the seed; compare losses."""
     model_dir = Path(model_dir)
     pretrain = read_pretrain_settings(model_dir)
-    recipe = TinyRecipe.from_dict(pretrain["recipe"])
+    recipe = stored_recipe(pretrain, model_dir)
     expected = list(pretrain["reference_losses"])
     count = steps_to_verify(pretrain, steps)
     if count == 0:

@@ -8,11 +8,10 @@ so every loss value on one machine type.
 
 from __future__ import annotations
 
-import math
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -23,6 +22,7 @@ from toolgym.cpu_time import cpu_seconds, cpu_since
 from toolgym.model.pretrain.corpus import generate_episode
 from toolgym.model.pretrain.data import episode_stream, pack_batch, padded_batch
 from toolgym.model.pretrain.render import TokenizedEpisode, tokenize_episode
+from toolgym.model.pretrain.settings import TrainConfig as TrainConfig  # re-exported: defined torch-free
 from toolgym.model.tiny import SPECIAL_TOKENS, TAG_TOKENS
 
 EVAL_SEED_OFFSET = 1_000_003  # held-out corpus samples come from a different seed stream
@@ -38,53 +38,6 @@ def fast_bf16() -> bool:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):  # a torch build without the op: assume the common case
         return True
-
-
-@dataclass
-class TrainConfig:
-    """Everything that decides a pre-training run; stored in the model's toolgym.json."""
-
-    seed: int = 0
-    steps: int = 1000
-    rows: int = 4
-    seq_len: int = 2048
-    lr: float = 2e-3
-    min_lr_ratio: float = 0.1
-    warmup_steps: int = 100
-    decay_start: float = 0.8  # hold lr constant until this fraction of steps, then cosine to min
-    weight_decay: float = 0.1
-    beta1: float = 0.9
-    beta2: float = 0.95
-    grad_clip: float = 1.0
-    bf16: bool = True
-    threads: int = 1  # 1 thread: same losses as 2 here, and far better on a machine shared with other jobs
-    eval_every_s: float = 300.0
-    eval_episodes: int = 300
-    # Loss weight of non-assistant tokens (system prompt, requests, tool results). Their repeated
-    # keys, names and ids give the copy (induction) circuit far more signal than assistant turns alone.
-    context_weight: float = 0.3
-    curriculum_episodes: int = 0  # the first episodes are mostly verbatim copying (corpus.CURRICULUM_WEIGHTS)
-    # Phase 0: the first `copy_steps` steps repeat random token sequences (copy_rows × copy_len,
-    # second half = first half). Copy targets that nothing but copying predicts make the copy
-    # (induction) circuit form in ~150 steps; in the corpus alone it had not formed after 450.
-    copy_steps: int = 0
-    copy_rows: int = 16
-    copy_len: int = 128
-    # After phase 0, every corpus step also trains on `copy_mix_rows` random-copy rows, so the copy
-    # circuit is kept while the corpus teaches when to copy (without it, the first corpus steps erase it).
-    copy_mix_rows: int = 0
-    copy_mix_len: int = 256
-    skill_weights: dict[str, float] = field(default_factory=dict)
-
-    def lr_at(self, step: int) -> float:
-        if step < self.warmup_steps:
-            return self.lr * (step + 1) / self.warmup_steps
-        hold = int(self.decay_start * self.steps)
-        if step < hold:
-            return self.lr
-        progress = (step - hold) / max(1, self.steps - hold)
-        floor = self.lr * self.min_lr_ratio
-        return floor + 0.5 * (self.lr - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
 @dataclass
@@ -290,6 +243,3 @@ def train(model: Any, renderer: Renderer, config: TrainConfig,
             on_eval(step, record.cpu_s, result)
     return records
 
-
-def config_dict(config: TrainConfig) -> dict[str, Any]:
-    return asdict(config)
