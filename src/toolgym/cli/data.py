@@ -13,8 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from toolgym.cli.errors import load_settings, usage_error
-from toolgym.config.cli import with_config
+from toolgym.cli.errors import settings_command, usage_error
 from toolgym.config.data import ConvertConfig, DataValidateConfig
 
 app = typer.Typer(no_args_is_help=True)
@@ -24,17 +23,15 @@ CONVERT_SHORTCUTS = ["out", "min_reward", ("statuses", "--status"), "row_mode", 
 
 
 @app.command("validate")
-@with_config(DataValidateConfig, ["strict"])
+@settings_command(DataValidateConfig, ["strict"])
 def validate(
-    config: Path | None, overrides: list[str], values: dict[str, Any],
+    settings: DataValidateConfig,
     path: Path = typer.Argument(..., help="A results.jsonl, a run folder holding one, or an SFT rows file."),
 ) -> None:
     """Check roles, system placement, tool-call ids, arguments, tools and token samples; count reasons.
 
     Exits 1 when the file has no valid row (empty, or every row invalid), with or without --strict."""
     from toolgym.data.validate import validate_file
-
-    settings = load_settings(DataValidateConfig, config, overrides, values)
     try:
         report = validate_file(path)
     except OSError as exc:
@@ -48,10 +45,15 @@ def validate(
         raise typer.Exit(1)
 
 
+def _empty_status_means_default(values: dict[str, Any]) -> None:
+    if values.get("statuses") == []:  # `--status ""`: the default statuses, as it has always meant
+        del values["statuses"]
+
+
 @app.command("convert")
-@with_config(ConvertConfig, CONVERT_SHORTCUTS)
+@settings_command(ConvertConfig, CONVERT_SHORTCUTS, prepare=_empty_status_means_default)
 def convert(
-    config: Path | None, overrides: list[str], values: dict[str, Any],
+    settings: ConvertConfig,
     run_dir: Path = typer.Argument(..., help="A rollout folder (results.jsonl inside) or a results.jsonl file."),
 ) -> None:
     """Write `{messages, tools, …provenance, token_samples}` rows; report rows in/out and skips by reason.
@@ -59,9 +61,6 @@ def convert(
     Rows `data validate` flags are skipped and listed by file, line and field; exits 1 when no row is valid."""
     from toolgym.data.convert import convert_run
 
-    if values.get("statuses") == []:  # `--status ""`: the default statuses, as it has always meant
-        del values["statuses"]
-    settings = load_settings(ConvertConfig, config, overrides, values)
     if settings.out is None:
         raise usage_error("toolgym data convert needs --out (or out in --config)")
     out = Path(settings.out)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -9,6 +13,8 @@ import typer
 from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
+
+from toolgym.config.cli import Shortcut, with_config
 
 Model = TypeVar("Model", bound=BaseModel)
 STDOUT = Console()
@@ -30,3 +36,31 @@ def load_settings(model: type[Model], config: Path | None, overrides: list[str],
         return load_config(model, config, overrides, values)
     except ConfigError as exc:
         raise usage_error(exc, console) from exc
+
+
+def settings_command(model: type[Model], shortcuts: Sequence[Shortcut], *,
+                     prepare: Callable[[dict[str, Any]], None] | None = None,
+                     console: Console = STDOUT) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`with_config`, then the settings loaded: the command takes them as its parameter `settings` (or the one
+    annotated with `model`) beside its own arguments, and a bad file, flag or override is a usage error before
+    it runs. `prepare` may adjust the shortcut values given (by dotted path) first, where an older flag keeps a
+    meaning of its own."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        hints = typing.get_type_hints(fn)
+        parameters = inspect.signature(fn).parameters
+        target = next(name for name in parameters if name == "settings" or hints.get(name) is model)
+        own = [p for name, p in parameters.items() if name != target]
+
+        @functools.wraps(fn)
+        def command(*, config: Path | None, overrides: list[str], values: dict[str, Any], **kwargs: Any) -> Any:
+            if prepare is not None:
+                prepare(values)
+            return fn(**{target: load_settings(model, config, overrides, values, console)}, **kwargs)
+
+        command.__signature__ = inspect.Signature(own)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: hints[p.name] for p in own}
+        del command.__wrapped__  # with_config reads the signature above, not fn's
+        return with_config(model, shortcuts)(command)
+
+    return decorate

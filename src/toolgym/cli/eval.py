@@ -11,7 +11,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from toolgym.cli.errors import load_settings, usage_error
+from toolgym.cli.errors import load_settings, settings_command, usage_error
 from toolgym.config.cli import with_config
 from toolgym.config.evaluation import EvalRunConfig, EvalShowConfig, LeakageConfig, SweepConfig
 from toolgym.verify.isolation import TRUST_HELP, tasks_have_verifiers, verifier_refusal
@@ -86,17 +86,15 @@ def evaluate(
 
 
 @app.command("show")
-@with_config(EvalShowConfig, [("ks", "--k", "--ks")])
+@settings_command(EvalShowConfig, [("ks", "--k", "--ks")])
 def show(
-    config: Path | None, overrides: list[str], values: dict[str, Any],
+    settings: EvalShowConfig,
     run_dir: Path = typer.Argument(..., help="A rollout folder (results.jsonl) or an eval folder (trial-<t>/)."),
 ) -> None:
     """Print the per-env / per-split tables of runs already on disk."""
     from toolgym.eval.records import load_run
     from toolgym.eval.summary import summarize
     from toolgym.eval.tables import summary_tables
-
-    settings = load_settings(EvalShowConfig, config, overrides, values)
     try:
         summary = summarize(load_run(run_dir), settings.ks)
     except (FileNotFoundError, ValueError) as exc:
@@ -106,9 +104,9 @@ def show(
 
 
 @app.command("sweep")
-@with_config(SweepConfig, SWEEP_SHORTCUTS)
+@settings_command(SweepConfig, SWEEP_SHORTCUTS)
 def sweep_command(
-    config: Path | None, overrides: list[str], values: dict[str, Any],
+    settings: SweepConfig,
     run_dir: Path = typer.Argument(..., help="A training run folder (evals/step-<N>/, checkpoint-<N>/)."),
     trust_verifiers: bool = typer.Option(False, "--trust-verifiers", help=TRUST_HELP),
 ) -> None:
@@ -120,7 +118,6 @@ def sweep_command(
 
     if not run_dir.is_dir():
         raise usage_error(f"{run_dir}: no such run folder")
-    settings = load_settings(SweepConfig, config, overrides, values)
     k = settings.ks[0]
     try:
         if settings.tasks is not None:
@@ -145,12 +142,10 @@ def sweep_command(
 
 
 @app.command("leakage")
-@with_config(LeakageConfig, ["train", "tasks"])
-def leakage_command(config: Path | None, overrides: list[str], values: dict[str, Any]) -> None:
+@settings_command(LeakageConfig, ["train", "tasks"])
+def leakage_command(settings: LeakageConfig) -> None:
     """Fail (exit 1) when an eval task's id or normalized prompt appears in the training data."""
     from toolgym.eval.leakage import check_files
-
-    settings = load_settings(LeakageConfig, config, overrides, values)
     assert settings.tasks is not None  # the config refuses a check without eval tasks
     try:
         report = check_files(settings.train, settings.tasks)

@@ -8,13 +8,11 @@ Each reads its settings from `toolgym.config.model` (`--config FILE`, the shortc
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import Console
 
-from toolgym.cli.errors import load_settings, usage_error
-from toolgym.config.cli import with_config
+from toolgym.cli.errors import settings_command, usage_error
 from toolgym.config.model import InitTinyConfig, PretrainTinyConfig, VerifyDefaultConfig
 
 app = typer.Typer(no_args_is_help=True)
@@ -27,15 +25,13 @@ VERIFY_DEFAULT_SHORTCUTS = ["steps", "tolerance"]
 
 
 @app.command("init-tiny")
-@with_config(InitTinyConfig, INIT_TINY_SHORTCUTS)
+@settings_command(InitTinyConfig, INIT_TINY_SHORTCUTS)
 def init_tiny_command(
-    config: Path | None, overrides: list[str], values: dict[str, Any],
+    settings: InitTinyConfig,
     out: Path = typer.Argument(..., help="Folder to write the model, tokenizer and toolgym.json into."),
 ) -> None:
     """Train the tokenizer on the env suite and write a randomly initialised Qwen3ForCausalLM."""
     from toolgym.model.tiny import init_tiny
-
-    settings = load_settings(InitTinyConfig, config, overrides, values)
     try:
         path = init_tiny(out, **settings.model_dump())
     except ValueError as exc:  # a shape whose heads do not divide: said in the model layer's words
@@ -57,13 +53,12 @@ def _warn_if_bf16_is_emulated(bf16: bool, advice: str) -> None:
 
 
 @app.command("pretrain-tiny")
-@with_config(PretrainTinyConfig, PRETRAIN_TINY_SHORTCUTS)
+@settings_command(PretrainTinyConfig, PRETRAIN_TINY_SHORTCUTS)
 def pretrain_tiny_command(
-    config: Path | None, overrides: list[str], values: dict[str, Any],
+    recipe: PretrainTinyConfig,
     out: Path = typer.Argument(..., help="Folder to write the pre-trained model, tokenizer, toolgym.json and MODEL_CARD.md."),
 ) -> None:
     """Pre-train the tiny default model from scratch on the generic synthetic tool-use corpus (CPU)."""
-    recipe = load_settings(PretrainTinyConfig, config, overrides, values)
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -94,13 +89,12 @@ def pretrain_tiny_command(
 
 
 @app.command("verify-default")
-@with_config(VerifyDefaultConfig, VERIFY_DEFAULT_SHORTCUTS)
+@settings_command(VerifyDefaultConfig, VERIFY_DEFAULT_SHORTCUTS)
 def verify_default_command(
-    config: Path | None, overrides: list[str], values: dict[str, Any],
+    settings: VerifyDefaultConfig,
     model_dir: Path | None = typer.Argument(None, help="Model folder to verify (default: the shipped default)."),
 ) -> None:
     """Rebuild the tokenizer and re-run the first training steps from the seed; the losses must match."""
-    settings = load_settings(VerifyDefaultConfig, config, overrides, values)
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 

@@ -7,13 +7,11 @@ Its settings are `toolgym.config.report.ReportConfig`: `--config FILE`, the shor
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import Console
 
-from toolgym.cli.errors import load_settings, usage_error
-from toolgym.config.cli import with_config
+from toolgym.cli.errors import settings_command, usage_error
 from toolgym.config.report import ReportConfig
 
 console = Console()
@@ -22,15 +20,13 @@ REPORT_SHORTCUTS = ["out", ("ks", "--k"), "before", "after", ("max_episodes_per_
                     ("train_data", "--train-data"), "title", ("runs", "--run")]
 
 
-@with_config(ReportConfig, REPORT_SHORTCUTS)
+@settings_command(ReportConfig, REPORT_SHORTCUTS)
 def report(
-    config: Path | None, overrides: list[str], values: dict[str, Any],
+    settings: ReportConfig,
     run_dir: Path = typer.Argument(..., help="A run folder: pipeline run, eval folder or rollout folder."),
 ) -> None:
     """Dataset, stages, training curves, pass@k per env, before/after, trace diff, trajectory viewer."""
     from toolgym.eval.report import write_report
-
-    settings = load_settings(ReportConfig, config, overrides, values)
     try:
         markdown_path, html_path = write_report(run_dir, settings.out, settings.options())
     except (FileNotFoundError, ValueError) as exc:

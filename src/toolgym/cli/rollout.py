@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import Console
 
-from toolgym.cli.errors import load_settings, usage_error
-from toolgym.config.cli import with_config
+from toolgym.cli.errors import settings_command, usage_error
 from toolgym.config.evaluation import RolloutConfig
 from toolgym.verify.isolation import TRUST_HELP
 
@@ -27,9 +25,9 @@ ROLLOUT_SHORTCUTS = ["tasks", "policy", "out", "split", ("envs", "--env", "--env
                      "retry_errors", "ray", "ray_workers"]
 
 
-@with_config(RolloutConfig, ROLLOUT_SHORTCUTS)
+@settings_command(RolloutConfig, ROLLOUT_SHORTCUTS)
 def rollout(
-    config: Path | None, overrides: list[str], values: dict[str, Any],
+    settings: RolloutConfig,
     progress: bool = typer.Option(True, "--progress/--no-progress"),
     trust_verifiers: bool = typer.Option(False, "--trust-verifiers", help=TRUST_HELP),
 ) -> None:
@@ -40,8 +38,6 @@ def rollout(
     from toolgym.policy.base import SamplingParams
     from toolgym.policy.spec import make_policy
     from toolgym.rollout.runner import RolloutError, RolloutInterrupted, run_rollout, run_until_signalled
-
-    settings = load_settings(RolloutConfig, config, overrides, values)
     if settings.tasks is None or settings.policy is None or settings.out is None:
         raise usage_error("toolgym rollout needs --tasks, --policy and --out (or tasks, policy and out in --config)")
     policy, out = settings.policy, Path(settings.out)

@@ -9,13 +9,11 @@ to require `Authorization: Bearer KEY`: a flag only, so the secret never sits in
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import Console
 
-from toolgym.cli.errors import load_settings, usage_error
-from toolgym.config.cli import with_config
+from toolgym.cli.errors import settings_command, usage_error
 from toolgym.config.serve import ServeEnvConfig, ServePolicyConfig
 from toolgym.http_guard import API_KEY_ENV, GuardSettings, allowed_hosts_for, is_loopback, resolve_api_key
 
@@ -44,9 +42,9 @@ def _warn_if_open(host: str, api_key: str | None) -> None:
 
 
 @app.command("policy")
-@with_config(ServePolicyConfig, POLICY_SHORTCUTS)
+@settings_command(ServePolicyConfig, POLICY_SHORTCUTS, console=console)
 def policy(
-    config: Path | None, overrides: list[str], values: dict[str, Any],
+    settings: ServePolicyConfig,
     checkpoint: Path = typer.Argument(..., help="Model folder (config.json, weights, tokenizer)."),
     api_key: str | None = typer.Option(None, "--api-key", help=API_KEY_HELP),
 ) -> None:
@@ -55,8 +53,6 @@ def policy(
     Standard OpenAI clients work unchanged; docs/serving.md lists what each request parameter does.
     """
     from toolgym.policy.server import load_served_model, serve
-
-    settings = load_settings(ServePolicyConfig, config, overrides, values, console)
     try:
         key = resolve_api_key(api_key)
         served = load_served_model(
@@ -76,14 +72,13 @@ def policy(
 
 
 @app.command("env")
-@with_config(ServeEnvConfig, ENV_SHORTCUTS)
+@settings_command(ServeEnvConfig, ENV_SHORTCUTS, console=console)
 def env(
-    config: Path | None, overrides: list[str], values: dict[str, Any],
+    settings: ServeEnvConfig,
     app_name: str = typer.Argument(..., metavar="APP", help="An app, or apps joined by '+' (e.g. mail+drive)."),
     api_key: str | None = typer.Option(None, "--api-key", help=f"http: {API_KEY_HELP}"),
 ) -> None:
     """Serve an environment's agent tools over MCP, one isolated state per session (see toolgym.envs.mcp.server)."""
-    settings = load_settings(ServeEnvConfig, config, overrides, values, console)
     from toolgym.envs.mcp.server import parse_env_variables, run_server
 
     try:

@@ -15,8 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from toolgym.cli.errors import load_settings, usage_error
-from toolgym.config.cli import with_config
+from toolgym.cli.errors import settings_command, usage_error
 from toolgym.config.tasks import TasksBuildConfig, TasksImportConfig, TasksValidateConfig
 from toolgym.dataset.table import split_table
 from toolgym.schema.jsonl import write_jsonl
@@ -31,18 +30,20 @@ VALIDATE_SHORTCUTS = ["out", "workers", ("teacher.url", "--teacher-url"), ("teac
 IMPORT_SHORTCUTS = ["out", "format", "env", "write_tools", "splits"]
 
 
+def _empty_apps_means_all(values: dict[str, Any]) -> None:
+    if values.get("apps") == []:  # `--apps ""`: every registered app, the field's default
+        del values["apps"]
+
+
 @app.command("build")
-@with_config(TasksBuildConfig, BUILD_SHORTCUTS)
-def build(config: Path | None, overrides: list[str], values: dict[str, Any]) -> None:
+@settings_command(TasksBuildConfig, BUILD_SHORTCUTS, prepare=_empty_apps_means_all)
+def build(settings: TasksBuildConfig) -> None:
     """Generate tasks from every app's families, split them, check for leaks, write the dataset."""
     from toolgym.dataset.build import build_tasks, leakage
     from toolgym.dataset.manifest import sha256_file, write_manifest
     from toolgym.envs import get_app
 
     started = time.perf_counter()
-    if values.get("apps") == []:  # `--apps ""`: every registered app, the field's default
-        del values["apps"]
-    settings = load_settings(TasksBuildConfig, config, overrides, values)
     dataset = settings.build_config()
     tasks = build_tasks(dataset)
     problems = leakage(tasks)
@@ -71,9 +72,9 @@ def build(config: Path | None, overrides: list[str], values: dict[str, Any]) -> 
 
 
 @app.command("validate")
-@with_config(TasksValidateConfig, VALIDATE_SHORTCUTS)
+@settings_command(TasksValidateConfig, VALIDATE_SHORTCUTS)
 def validate(
-    config: Path | None, overrides: list[str], values: dict[str, Any],
+    settings: TasksValidateConfig,
     dataset: Path = typer.Argument(..., help="A tasks.jsonl file or a dataset folder holding one."),
     trust_verifiers: bool = typer.Option(False, "--trust-verifiers", help=TRUST_HELP),
 ) -> None:
@@ -83,8 +84,6 @@ def validate(
     from toolgym.dataset.manifest import tasks_file
     from toolgym.dataset.validate import write_validation
     from toolgym.rollout.teacher_check import validate_with_teacher
-
-    settings = load_settings(TasksValidateConfig, config, overrides, values)
     if (settings.teacher.url is None) != (settings.teacher.model is None):
         raise usage_error("give both --teacher-url and --teacher-model, or neither")
     try:
@@ -130,16 +129,15 @@ def validate(
 
 
 @app.command("import")
-@with_config(TasksImportConfig, IMPORT_SHORTCUTS)
+@settings_command(TasksImportConfig, IMPORT_SHORTCUTS)
 def import_(
-    config: Path | None, overrides: list[str], values: dict[str, Any],
+    settings: TasksImportConfig,
     file: Path = typer.Argument(..., help="Fleet records (a JSON array or JSONL), or a tau2-bench tasks.json."),
 ) -> None:
     """Import Fleet task records or tau2-bench tasks as toolgym tasks; bad records are reported by file:line
     and field, and (tau2) what could not be mapped is reported per task.
 
     Exits 1 when nothing was imported (an empty file, or every record rejected or skipped)."""
-    settings = load_settings(TasksImportConfig, config, overrides, values)
     if settings.out is None:
         raise usage_error("toolgym tasks import needs --out (or out in --config)")
     out = settings.out

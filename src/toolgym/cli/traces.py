@@ -6,13 +6,11 @@ KEY=VALUE`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import Console
 
-from toolgym.cli.errors import load_settings
-from toolgym.config.cli import with_config
+from toolgym.cli.errors import settings_command
 from toolgym.config.traces import TracesDiffConfig
 
 app = typer.Typer(no_args_is_help=True, help="Trace analysis of rollout and eval runs.")
@@ -20,17 +18,15 @@ console = Console()
 
 
 @app.command("diff")
-@with_config(TracesDiffConfig, ["greedy", "markdown"])
+@settings_command(TracesDiffConfig, ["greedy", "markdown"])
 def diff(
-    config: Path | None, overrides: list[str], values: dict[str, Any],
+    settings: TracesDiffConfig,
     run_a: Path = typer.Argument(..., help="Run A (before): a rollout folder, an eval folder or a results.jsonl."),
     run_b: Path = typer.Argument(..., help="Run B (after), on the same tasks."),
 ) -> None:
     """Calls per tool, turns, format errors, error/timeout/final-answer/tool-call rates, tokens, flipped tasks."""
     from toolgym.eval.records import load_run
     from toolgym.eval.traces import diff_runs, diff_tables
-
-    settings = load_settings(TracesDiffConfig, config, overrides, values)
     try:
         result = diff_runs(load_run(run_a, name=str(run_a)), load_run(run_b, name=str(run_b)),
                            greedy=settings.greedy or None)

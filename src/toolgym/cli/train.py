@@ -6,15 +6,13 @@ config tree (`toolgym.config`); docs/config-reference.md lists every setting.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
 
 from toolgym.cli import train_grpo
-from toolgym.cli.errors import usage_error
-from toolgym.config.cli import with_config
+from toolgym.cli.errors import settings_command, usage_error
 from toolgym.config.train import RFTConfig, SFTConfig
 
 app = typer.Typer(no_args_is_help=True)
@@ -31,40 +29,39 @@ PROGRESS = typer.Option(True, "--progress/--no-progress")
 
 
 @app.command("sft")
-@with_config(SFTConfig, SFT_SHORTCUTS)
-def sft(config: Path | None, overrides: list[str], values: dict[str, Any], progress: bool = PROGRESS) -> None:
+@settings_command(SFTConfig, SFT_SHORTCUTS)
+def sft(settings: SFTConfig, progress: bool = PROGRESS) -> None:
     """Train on assistant tokens only (content, tool calls, stop token); resumable; full or LoRA."""
-    from toolgym.config import ConfigError, load_config
     from toolgym.train.distributed import is_main_process
     from toolgym.train.sft import SFTError, run_sft
     from toolgym.train.sft_data import SFTDataError
 
     try:
-        settings = load_config(SFTConfig, config, overrides, values)
         result = run_sft(settings, console=console, progress=progress)
-    except (ConfigError, SFTError, SFTDataError, FileNotFoundError, ValueError) as exc:
+    except (SFTError, SFTDataError, FileNotFoundError, ValueError) as exc:
         raise usage_error(exc) from exc
     if is_main_process():  # under `accelerate launch` every rank returns the same result: print it once
         console.print(result.render())
 
 
+def _replay_alone_mixes_one_to_one(values: dict[str, Any]) -> None:
+    if "replay" in values and "replay_ratio" not in values:
+        values["replay_ratio"] = 1.0  # --replay alone mixes in as many replayed rows as kept episodes
+
+
 @app.command("rft")
-@with_config(RFTConfig, RFT_SHORTCUTS)
-def rft(config: Path | None, overrides: list[str], values: dict[str, Any], progress: bool = PROGRESS) -> None:
+@settings_command(RFTConfig, RFT_SHORTCUTS, prepare=_replay_alone_mixes_one_to_one)
+def rft(settings: RFTConfig, progress: bool = PROGRESS) -> None:
     """Sample K episodes per task at temperature T, keep successes (else the best partial), then SFT."""
-    from toolgym.config import ConfigError, load_config
     from toolgym.rollout.runner import RolloutError
     from toolgym.train.distributed import is_main_process
     from toolgym.train.rft import RFTError, run_rft
     from toolgym.train.sft import SFTError
     from toolgym.train.sft_data import SFTDataError
 
-    if "replay" in values and "replay_ratio" not in values:
-        values["replay_ratio"] = 1.0  # --replay alone mixes in as many replayed rows as kept episodes
     try:
-        settings = load_config(RFTConfig, config, overrides, values)
         result = run_rft(settings, console=console, progress=progress)
-    except (ConfigError, RFTError, RolloutError, SFTError, SFTDataError, FileNotFoundError, ValueError) as exc:
+    except (RFTError, RolloutError, SFTError, SFTDataError, FileNotFoundError, ValueError) as exc:
         raise usage_error(exc) from exc
     if is_main_process():  # under `accelerate launch` every rank returns the same result: print it once
         console.print(result.render())

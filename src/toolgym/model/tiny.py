@@ -20,6 +20,7 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_token
 from transformers import PreTrainedTokenizerFast
 
 from toolgym.chat.render import DONE_TOOL_NAME, MODEL_CONFIG_FILE, PROMPT_STYLES, PromptStyle, system_prompt
+from toolgym.model.pretrain.settings import check_shape
 from toolgym.schema import ToolCall, ToolSpec
 
 logger = logging.getLogger(__name__)
@@ -179,12 +180,7 @@ def build_tokenizer(
 def _check_shape(hidden_size: int, layers: int, heads: int, kv_heads: int, prompt_style: str) -> None:
     if prompt_style not in PROMPT_STYLES:
         raise ValueError(f"prompt_style must be one of {', '.join(PROMPT_STYLES)}; got {prompt_style!r}")
-    if min(hidden_size, layers, heads, kv_heads) < 1:
-        raise ValueError("hidden_size, layers, heads and kv_heads must be positive")
-    if hidden_size % heads:
-        raise ValueError(f"hidden_size {hidden_size} is not divisible by heads {heads}")
-    if heads % kv_heads:
-        raise ValueError(f"heads {heads} is not divisible by kv_heads {kv_heads}")
+    check_shape(hidden_size, layers, heads, kv_heads)
 
 
 def init_tiny(

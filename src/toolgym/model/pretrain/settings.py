@@ -17,6 +17,16 @@ Pretokenizer = Literal["word_isolating", "qwen"]
 WeightsDtype = Literal["bfloat16", "float16", "float32"]
 
 
+def check_shape(hidden_size: int, layers: int, heads: int, kv_heads: int) -> None:
+    """Refuse a Qwen3 shape the attention cannot split, in the words every tiny-model command uses."""
+    if min(hidden_size, layers, heads, kv_heads) < 1:
+        raise ValueError("hidden_size, layers, heads and kv_heads must be positive")
+    if hidden_size % heads:
+        raise ValueError(f"hidden_size {hidden_size} is not divisible by heads {heads}")
+    if heads % kv_heads:
+        raise ValueError(f"heads {heads} is not divisible by kv_heads {kv_heads}")
+
+
 class TrainConfig(Section):
     """Everything that decides a pre-training run; stored in the model's toolgym.json."""
 
@@ -119,12 +129,7 @@ class TinyRecipe(Section):
     def _shape_divides_and_train_seed_follows(self) -> Self:
         """A shape the network cannot take fails before hours of tokenizer training, not after; and one seed
         decides the whole model: the run's seed is the recipe's unless given on its own."""
-        if min(self.hidden_size, self.layers, self.heads, self.kv_heads) < 1:
-            raise ValueError("hidden_size, layers, heads and kv_heads must be positive")
-        if self.hidden_size % self.heads:
-            raise ValueError(f"hidden_size {self.hidden_size} is not divisible by heads {self.heads}")
-        if self.heads % self.kv_heads:
-            raise ValueError(f"heads {self.heads} is not divisible by kv_heads {self.kv_heads}")
+        check_shape(self.hidden_size, self.layers, self.heads, self.kv_heads)
         if "seed" not in self.train.model_fields_set:
             self.train = self.train.model_copy(update={"seed": self.seed})
         return self
