@@ -25,7 +25,14 @@ from toolgym.cpu_time import cpu_seconds, cpu_since
 from toolgym.model.pretrain.corpus import SKILLS, generate_corpus
 from toolgym.model.pretrain.render import episode_text_plain
 from toolgym.model.pretrain.settings import TinyRecipe as TinyRecipe  # re-exported: defined torch-free
-from toolgym.model.pretrain.train import EMULATED_BF16_COST, StepRecord, eval_episodes, fast_bf16, train
+from toolgym.model.pretrain.train import (
+    EMULATED_BF16_COST,
+    StepRecord,
+    eval_episodes,
+    fast_bf16,
+    pinned_threads,
+    train,
+)
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "default"
 
@@ -72,14 +79,15 @@ def _initial_model(recipe: TinyRecipe, tokenizer: Any, folder: Path) -> Any:
     from toolgym.model.pretrain.plant import ROPE_THETA, plant_copy_circuit
     from toolgym.model.tiny import init_tiny
 
-    init_tiny(
-        folder, hidden_size=recipe.hidden_size, layers=recipe.layers, heads=recipe.heads, kv_heads=recipe.kv_heads,
-        seed=recipe.seed, prompt_style="compact", context_length=recipe.context_length, tokenizer=tokenizer,
-        rope_theta=ROPE_THETA if recipe.planted_copy else 10000.0,
-    )
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, local_files_only=True)
-    if recipe.planted_copy:
-        plant_copy_circuit(model, seed=recipe.seed)
+    with pinned_threads(recipe.train.threads):
+        init_tiny(
+            folder, hidden_size=recipe.hidden_size, layers=recipe.layers, heads=recipe.heads,
+            kv_heads=recipe.kv_heads, seed=recipe.seed, prompt_style="compact", context_length=recipe.context_length,
+            tokenizer=tokenizer, rope_theta=ROPE_THETA if recipe.planted_copy else 10000.0,
+        )
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, local_files_only=True)
+        if recipe.planted_copy:
+            plant_copy_circuit(model, seed=recipe.seed)
     return model
 
 

@@ -57,7 +57,8 @@ class TrainConfig(Section):
     bf16: bool = True
     """Run matmuls under bf16 autocast (master weights stay fp32); the recorded losses depend on it."""
     threads: int = 1
-    """torch threads; 1 gave the same losses as 2 and is far better on a machine shared with other jobs."""
+    """torch threads of the whole build, the planted init included (its weights change with the thread count);
+    1 is far better on a machine shared with other jobs."""
     eval_every_s: float = 300.0
     """CPU seconds between held-out evaluations (the first and last steps are always evaluated)."""
     eval_episodes: int = 300

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -169,6 +170,18 @@ def eval_episodes(seed: int, renderer: Renderer, count: int, max_len: int) -> li
         if len(episode.input_ids) <= max_len:
             episodes.append(episode)
     return episodes
+
+
+@contextmanager
+def pinned_threads(threads: int) -> Iterator[None]:
+    """torch's intra-op threads for a block: the planted init's matrix products round differently on another
+    thread count, so a recipe's `threads` must hold from the first weight on, not only in the training loop."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def train(model: Any, renderer: Renderer, config: TrainConfig,
