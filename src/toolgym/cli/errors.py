@@ -41,22 +41,19 @@ def load_settings(model: type[Model], config: Path | None, overrides: list[str],
 def settings_command(model: type[Model], shortcuts: Sequence[Shortcut], *,
                      prepare: Callable[[dict[str, Any]], None] | None = None,
                      console: Console = STDOUT) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """`with_config`, then the settings loaded: the command takes them as its parameter `settings` (or the one
-    annotated with `model`) beside its own arguments, and a bad file, flag or override is a usage error before
-    it runs. `prepare` may adjust the shortcut values given (by dotted path) first, where an older flag keeps a
+    """`with_config`, then the settings loaded: the command takes them as its parameter `settings` beside its
+    own arguments, and a bad file, flag or override is a usage error before it runs. `prepare` may adjust the shortcut values given (by dotted path) first, where an older flag keeps a
     meaning of its own."""
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         hints = typing.get_type_hints(fn)
-        parameters = inspect.signature(fn).parameters
-        target = next(name for name in parameters if name == "settings" or hints.get(name) is model)
-        own = [p for name, p in parameters.items() if name != target]
+        own = [p for name, p in inspect.signature(fn).parameters.items() if name != "settings"]
 
         @functools.wraps(fn)
         def command(*, config: Path | None, overrides: list[str], values: dict[str, Any], **kwargs: Any) -> Any:
             if prepare is not None:
                 prepare(values)
-            return fn(**{target: load_settings(model, config, overrides, values, console)}, **kwargs)
+            return fn(settings=load_settings(model, config, overrides, values, console), **kwargs)
 
         command.__signature__ = inspect.Signature(own)  # type: ignore[attr-defined]
         command.__annotations__ = {p.name: hints[p.name] for p in own}

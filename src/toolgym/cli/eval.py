@@ -11,8 +11,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from toolgym.cli.errors import load_settings, settings_command, usage_error
-from toolgym.config.cli import with_config
+from toolgym.cli.errors import settings_command, usage_error
 from toolgym.config.evaluation import EvalRunConfig, EvalShowConfig, LeakageConfig, SweepConfig
 from toolgym.verify.isolation import TRUST_HELP, tasks_have_verifiers, verifier_refusal
 
@@ -32,10 +31,15 @@ SWEEP_SHORTCUTS = ["tasks", "split", ("envs", "--env", "--envs"), "limit", ("sam
                    "base_model", "device", "max_turns", "concurrency"]
 
 
+def _ks_in_order(values: dict[str, Any]) -> None:
+    if "ks" in values:
+        values["ks"] = sorted(set(values["ks"]))  # --k 4,1,4 reads as 1,4
+
+
 @app.callback(invoke_without_command=True)
-@with_config(EvalRunConfig, EVAL_SHORTCUTS)
+@settings_command(EvalRunConfig, EVAL_SHORTCUTS, prepare=_ks_in_order)
 def evaluate(
-    ctx: typer.Context, config: Path | None, overrides: list[str], values: dict[str, Any],
+    ctx: typer.Context, settings: EvalRunConfig,
     progress: bool = typer.Option(True, "--progress/--no-progress"),
     trust_verifiers: bool = typer.Option(False, "--trust-verifiers", help=TRUST_HELP),
 ) -> None:
@@ -49,9 +53,6 @@ def evaluate(
     from toolgym.policy.spec import make_policy
     from toolgym.rollout.runner import RolloutError
 
-    if "ks" in values:
-        values["ks"] = sorted(set(values["ks"]))  # --k 4,1,4 reads as 1,4
-    settings = load_settings(EvalRunConfig, config, overrides, values)
     if settings.tasks is None or settings.policy is None or settings.out is None:
         console.print(ctx.get_help())
         raise usage_error("toolgym eval needs --tasks, --policy and --out (or a command: sweep, show, leakage)")

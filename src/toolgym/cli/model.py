@@ -55,20 +55,19 @@ def _warn_if_bf16_is_emulated(bf16: bool, advice: str) -> None:
 @app.command("pretrain-tiny")
 @settings_command(PretrainTinyConfig, PRETRAIN_TINY_SHORTCUTS)
 def pretrain_tiny_command(
-    recipe: PretrainTinyConfig,
+    settings: PretrainTinyConfig,
     out: Path = typer.Argument(..., help="Folder to write the pre-trained model, tokenizer, toolgym.json and MODEL_CARD.md."),
 ) -> None:
     """Pre-train the tiny default model from scratch on the generic synthetic tool-use corpus (CPU)."""
-
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from toolgym.model.pretrain.recipe import pretrain_tiny
 
-    _warn_if_bf16_is_emulated(recipe.train.bf16, "the model card's CPU time was measured where bf16 is native")
+    _warn_if_bf16_is_emulated(settings.train.bf16, "the model card's CPU time was measured where bf16 is native")
     columns = (TextColumn("[bold]pre-training[/bold]"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
                TextColumn("loss {task.fields[loss]:.3f}"), TextColumn("{task.fields[cpu]:.1f} CPU-min"), TimeElapsedColumn())
     with Progress(*columns, console=console) as progress:
-        bar = progress.add_task("pretrain", total=recipe.train.steps, loss=float("nan"), cpu=0.0)
+        bar = progress.add_task("pretrain", total=settings.train.steps, loss=float("nan"), cpu=0.0)
 
         def on_step(record) -> None:  # type: ignore[no-untyped-def]
             progress.update(bar, completed=record.step + 1, loss=record.loss, cpu=record.cpu_s / 60)
@@ -81,7 +80,7 @@ def pretrain_tiny_command(
                 + ", ".join(f"{k} {exact.get(k, 0):.2f}" for k in keys)
             )
 
-        report = pretrain_tiny(out, recipe, on_step=on_step, on_eval=on_eval)
+        report = pretrain_tiny(out, settings, on_step=on_step, on_eval=on_eval)
     console.print(
         f"wrote [bold]{report.out}[/bold]: {report.parameters / 1e6:.2f}M parameters, {report.steps} steps, "
         f"{report.tokens:,} tokens, {report.cpu_seconds / 60:.1f} CPU-minutes ({report.wall_seconds / 60:.1f} wall)"
