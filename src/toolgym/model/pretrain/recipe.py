@@ -33,6 +33,7 @@ from toolgym.model.pretrain.train import (
     pinned_threads,
     train,
 )
+from toolgym.schema.jsonl import field_path
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "default"
 
@@ -195,7 +196,7 @@ def stored_recipe(pretrain: dict[str, Any], model_dir: Path) -> TinyRecipe:
     try:
         return TinyRecipe.model_validate(pretrain.get("recipe"))
     except ValidationError as exc:
-        problems = "; ".join(".".join(["pretrain.recipe", *map(str, e["loc"])]) + ": "
+        problems = "; ".join(field_path(("pretrain", "recipe", *e["loc"])) + ": "
                              + e["msg"].removeprefix("Value error, ") for e in exc.errors())
         raise ValueError(f"{model_dir / MODEL_CONFIG_FILE}: {problems}") from None
 
