@@ -35,8 +35,7 @@ def validate(
     try:
         report = validate_file(path)
     except OSError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from exc
+        raise usage_error(exc) from exc
     console.print(report.render(), markup=False, highlight=False)  # rows' text is data, never markup
     if not report.valid:
         raise typer.Exit(1)
@@ -67,7 +66,7 @@ def convert(
     try:
         report = convert_run(run_dir, out, settings.options())
     except (OSError, ValueError) as exc:
-        raise usage_error(str(exc)) from exc
+        raise usage_error(exc) from exc
     console.print(report.render(), markup=False, highlight=False)
     console.print(f"wrote {escape(str(out))}")
     if not report.valid_rows:

@@ -42,8 +42,8 @@ def settings_command(model: type[Model], shortcuts: Sequence[Shortcut], *,
                      prepare: Callable[[dict[str, Any]], None] | None = None,
                      console: Console = STDOUT) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """`with_config`, then the settings loaded: the command takes them as its parameter `settings` beside its
-    own arguments, and a bad file, flag or override is a usage error before it runs. `prepare` may adjust the shortcut values given (by dotted path) first, where an older flag keeps a
-    meaning of its own."""
+    own arguments, and a bad file, flag or override is a usage error before it runs. `prepare` may first adjust
+    the shortcut values given (by dotted path), where an older flag keeps a meaning of its own."""
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         hints = typing.get_type_hints(fn)

@@ -62,7 +62,7 @@ def evaluate(
         tasks_path, selected = load_runnable_tasks(Path(settings.tasks), split=settings.split, envs=settings.envs,
                                                    limit=settings.limit, trust_verifiers=trust_verifiers)
     except (FileNotFoundError, ValueError) as exc:
-        raise usage_error(str(exc)) from exc
+        raise usage_error(exc) from exc
     for warning in eval_config.warnings():
         console.print(f"[yellow]warning:[/yellow] {warning}")
     hf_kwargs = {"max_batch_size": settings.max_batch_size} if policy.startswith("hf:") else {}
@@ -80,7 +80,7 @@ def evaluate(
                                       tasks_sha256=sha256_file(tasks_path), progress=progress, console=console,
                                       ray=settings.ray_settings))
     except (RolloutError, ValueError, FileNotFoundError) as exc:
-        raise usage_error(str(exc)) from exc
+        raise usage_error(exc) from exc
     for table in summary_tables(result.summary):
         console.print(table.to_rich())
     console.print(f"wrote {out / 'eval.md'} and {out / 'eval.json'} in {result.seconds:.1f}s")
@@ -99,7 +99,7 @@ def show(
     try:
         summary = summarize(load_run(run_dir), settings.ks)
     except (FileNotFoundError, ValueError) as exc:
-        raise usage_error(str(exc)) from exc
+        raise usage_error(exc) from exc
     for table in summary_tables(summary):
         console.print(table.to_rich())
 
@@ -133,7 +133,7 @@ def sweep_command(
             console.print(f"sweep: evaluated {len(done)} checkpoint(s)" + (f": steps {done}" if done else ""))
         result = sweep(run_dir, k=k)
     except (FileNotFoundError, ValueError) as exc:
-        raise usage_error(str(exc)) from exc
+        raise usage_error(exc) from exc
     tables: list[TextTable] = sweep_tables(result)
     for table in tables:
         console.print(table.to_rich())
@@ -151,7 +151,7 @@ def leakage_command(settings: LeakageConfig) -> None:
     try:
         report = check_files(settings.train, settings.tasks)
     except (FileNotFoundError, ValueError) as exc:
-        raise usage_error(str(exc)) from exc
+        raise usage_error(exc) from exc
     for overlap in report.overlaps[:50]:
         console.print(f"[red]leak:[/red] {overlap.describe()}")
     if len(report.overlaps) > 50:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from toolgym.cli.errors import settings_command, usage_error
 from toolgym.config.model import InitTinyConfig, PretrainTinyConfig, VerifyDefaultConfig
@@ -94,7 +95,6 @@ def verify_default_command(
     model_dir: Path | None = typer.Argument(None, help="Model folder to verify (default: the shipped default)."),
 ) -> None:
     """Rebuild the tokenizer and re-run the first training steps from the seed; the losses must match."""
-
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from toolgym.model.pretrain.recipe import (
@@ -118,7 +118,7 @@ def verify_default_command(
             result = verify_default(folder, steps=settings.steps, tolerance=settings.tolerance,
                                     on_step=lambda record: progress.update(bar, completed=record.step + 1))
     except (FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]cannot verify:[/red] {exc}")
+        console.print(f"[red]cannot verify:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from exc
     for index, (expected, observed) in enumerate(zip(result.expected, result.observed, strict=True)):
         console.print(f"step {index:3d}: recorded {expected:.6f}  rebuilt {observed:.6f}  diff {abs(expected - observed):.1e}")

@@ -8,6 +8,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from toolgym.cli.errors import usage_error
 from toolgym.config.cli import with_config
 from toolgym.config.pipeline import PipelineConfig
 
@@ -36,8 +37,7 @@ def pipeline(
         settings = load_pipeline_config(config, out=values.get("out"), overrides=overrides)
         summary = run_pipeline(settings, console=console, progress=progress, only=stages)
     except ConfigError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        raise usage_error(exc) from exc
     except PipelineError as exc:
         console.print(f"[red]error:[/red] {exc}")
         summary_file = Path(values["out"]) / "summary.json" if values.get("out") else None

@@ -46,7 +46,7 @@ def rollout(
         tasks_path, selected = load_runnable_tasks(Path(settings.tasks), split=settings.split, envs=settings.envs,
                                                    limit=settings.limit, trust_verifiers=trust_verifiers)
     except (FileNotFoundError, ValueError) as exc:
-        raise usage_error(str(exc)) from exc
+        raise usage_error(exc) from exc
     simulator = ScriptedUserSimulator() if settings.user_simulator == "scripted" else None
     env_factory = None
     if settings.env_mcp:
@@ -84,7 +84,7 @@ def rollout(
             )
         )
     except (RolloutError, ValueError, FileNotFoundError) as exc:
-        raise usage_error(str(exc)) from exc
+        raise usage_error(exc) from exc
     except RolloutInterrupted as exc:
         console.print(f"{exc}: every finished episode is in {out / 'results.jsonl'}; "
                       "run the same command again to resume")

@@ -89,7 +89,7 @@ def validate(
     try:
         path = tasks_file(dataset)
     except FileNotFoundError as exc:
-        raise usage_error(str(exc)) from exc
+        raise usage_error(exc) from exc
     refused = verifier_refusal(dataset_has_verifiers(path), trust_verifiers)
     if refused:
         raise usage_error(refused)
@@ -99,7 +99,7 @@ def validate(
                                     out_dir=out_dir)
         written = write_validation(run, out_dir)
     except (OSError, ValueError) as exc:
-        raise usage_error(str(exc)) from exc
+        raise usage_error(exc) from exc
     table = Table(title=f"validate {escape(str(path))}")
     for column in ("Environment", "Input", "Kept", "Dropped"):
         table.add_column(column, justify="left" if column == "Environment" else "right")
@@ -154,8 +154,7 @@ def import_(
         result = import_fleet_file(file)
         written = write_import(result, out)
     except OSError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from exc
+        raise usage_error(exc) from exc
     _print_rejected(result.errors, written["errors"])
     console.print(f"imported {len(result.tasks):,} / rejected {len(result.errors):,} (records read: {result.records:,})")
     console.print(escape(f"wrote {written['tasks']}, {written['errors']}, {written['manifest']}"))
@@ -180,8 +179,7 @@ def _import_tau2(file: Path, out: Path, env: str | None, write_tools: list[str] 
         result = import_tau2_file(file, env=env, write_tools=write_tools, splits_file=splits)
         written = write_tau2_import(result, out, write_tools)
     except (OSError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from exc
+        raise usage_error(exc) from exc
     _print_rejected(result.errors, written["errors"])
     shown = 0
     for report in result.reports:

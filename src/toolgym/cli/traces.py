@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from toolgym.cli.errors import settings_command
+from toolgym.cli.errors import settings_command, usage_error
 from toolgym.config.traces import TracesDiffConfig
 
 app = typer.Typer(no_args_is_help=True, help="Trace analysis of rollout and eval runs.")
@@ -31,8 +31,7 @@ def diff(
         result = diff_runs(load_run(run_a, name=str(run_a)), load_run(run_b, name=str(run_b)),
                            greedy=settings.greedy or None)
     except (FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        raise usage_error(exc) from exc
     tables = diff_tables(result, root=Path.cwd())
     for table in tables:
         console.print(table.to_rich())
