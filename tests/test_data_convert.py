@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from test_agent_support import tiny_tokenizer
+from test_integrations_support import MODEL_DIR, app_tasks, oracle_rows, trl_lengths
 from test_train_sft_support import (
     ReplayTokenPolicy,
     mixed_tasks,
@@ -215,3 +217,38 @@ def test_cli_convert_reads_a_config_file_then_set_overrides(mixed_run: Path, tmp
     assert f"{config}" in text and "field min_rewrd: unknown setting" in text and "(line 3)" in text
     missing = CliRunner().invoke(app, ["data", "convert", str(mixed_run)])
     assert missing.exit_code == 2 and "needs --out" in missing.output
+
+
+def test_cli_convert_with_the_model_counts_the_rows_over_its_context(tmp_path: Path) -> None:
+    """code_host rows in the full prompt style run past the shipped model's context as TRL tokenizes them; the
+    report says how many and by how much, and compact rows of the same episodes fit."""
+    context = json.loads((MODEL_DIR / "config.json").read_text())["max_position_embeddings"]
+    tasks = app_tasks("code_host", 6)
+    texts, reports = {}, {}
+    for style in ("full", "compact"):
+        oracle_rows(tmp_path / style, tasks, style)
+        out = tmp_path / f"{style}.jsonl"
+        result = CliRunner().invoke(app, ["data", "convert", str(tmp_path / style / "run"), "--out", str(out),
+                                          "--model", "default"])
+        assert result.exit_code == 0, result.output
+        texts[style] = "".join(result.output.split())  # rich wraps long lines
+        reports[style] = json.loads(out.with_name(out.name + ".manifest.json").read_text())["report"]["context"]
+    lengths = trl_lengths(read_jsonl(tmp_path / "full.jsonl"))
+    over = sorted(n - context for n in lengths if n > context)
+    assert over, f"full-style code_host rows fit after all: {lengths}"
+    assert reports["full"] == {"model": "default", "context": context, "rows": 6, "longest": max(lengths),
+                               "rows_over_context": len(over), "overflow_max": over[-1],
+                               "overflow_median": statistics.median(over)}
+    said = (f"model default: context {context} tokens; as TRL renders them, {len(over)} of 6 rows overflow it, by up "
+            f"to {over[-1]} tokens (median {statistics.median(over):g}; the longest row is {max(lengths)} tokens)")
+    assert "".join(said.split()) in texts["full"]
+    compact = trl_lengths(read_jsonl(tmp_path / "compact.jsonl"))
+    assert max(compact) <= context and reports["compact"]["rows_over_context"] == 0
+    assert f"all6rowsfit(thelongestis{max(compact)}tokens)" in texts["compact"]
+    plain = CliRunner().invoke(app, ["data", "convert", str(tmp_path / "full" / "run"), "--out",
+                                     str(tmp_path / "plain.jsonl")])  # no model: nothing measured
+    assert plain.exit_code == 0 and "as TRL renders them" not in plain.output
+    assert json.loads((tmp_path / "plain.jsonl.manifest.json").read_text())["report"]["context"] is None
+    bad = CliRunner().invoke(app, ["data", "convert", str(tmp_path / "full" / "run"), "--out", str(tmp_path / "x.jsonl"),
+                                   "--model", str(tmp_path / "no-model")])
+    assert bad.exit_code == 2 and "isnotamodelfolder" in "".join(bad.output.split())

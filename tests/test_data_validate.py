@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from test_agent_support import tiny_tokenizer
+from test_integrations_support import MODEL_DIR, app_tasks, oracle_rows, trl_lengths
 from test_train_sft_support import ReplayTokenPolicy, mixed_tasks, read_jsonl, run_toy, write_jsonl_rows
 from toolgym.cli.main import app
 from toolgym.data.validate import check_row, check_sft_row, validate_file
@@ -156,3 +158,30 @@ def test_cli_counts_reasons_and_strict_exits_non_zero(tmp_path: Path) -> None:
 def test_report_dict_round_trips_as_json(tmp_path: Path) -> None:
     path = write_jsonl_rows(tmp_path / "rows.jsonl", [good_row()])
     assert json.loads(json.dumps(validate_file(path).to_dict()))["valid"] == 1
+
+
+def test_cli_validate_with_the_model_counts_the_rows_over_its_context(tmp_path: Path) -> None:
+    """Full-style code_host rows overflow the shipped model's context as TRL tokenizes them: validate says how
+    many and by how much, for the SFT rows and for the results rows they came from; invalid rows are not measured."""
+    from toolgym.data.context import ContextCheck
+
+    context = json.loads((MODEL_DIR / "config.json").read_text())["max_position_embeddings"]
+    rows_path, rows = oracle_rows(tmp_path, app_tasks("code_host", 6), "full")
+    lengths = trl_lengths(rows)
+    over = sorted(n - context for n in lengths if n > context)
+    assert over, f"full-style code_host rows fit after all: {lengths}"
+    with open(rows_path, "a", encoding="utf-8") as handle:
+        handle.write('{"messages": [{"role": "user", "content": "no answer"}]}\n')  # invalid: not measured
+    said = (f"{len(over)} of 6 rows overflow it, by up to {over[-1]} tokens (median {statistics.median(over):g}; "
+            f"the longest row is {max(lengths)} tokens)")
+    for path in (rows_path, tmp_path / "run" / "results.jsonl"):
+        result = CliRunner().invoke(app, ["data", "validate", str(path), "--model", "default"])
+        assert result.exit_code == 0, result.output
+        assert "".join(f"model default: context {context} tokens; as TRL renders them, {said}".split()) in "".join(result.output.split())
+    report = validate_file(rows_path, ContextCheck("default")).to_dict()
+    assert report["invalid"] == 1 and report["context"] == {
+        "model": "default", "context": context, "rows": 6, "longest": max(lengths), "rows_over_context": len(over),
+        "overflow_max": over[-1], "overflow_median": statistics.median(over)}
+    assert validate_file(rows_path).to_dict()["context"] is None
+    bad = CliRunner().invoke(app, ["data", "validate", str(rows_path), "--model", str(tmp_path / "no-model")])
+    assert bad.exit_code == 2 and "isnotamodelfolder" in "".join(bad.output.split())

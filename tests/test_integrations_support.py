@@ -49,3 +49,18 @@ def tiny_tokenizer() -> Any:
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(MODEL_DIR), local_files_only=True)
+
+
+def trl_lengths(rows: list[dict[str, Any]]) -> list[int]:
+    """Each SFT row's length in the shipped model's tokens as TRL's SFTTrainer tokenizes it: its `tokenize_fn`
+    (`apply_chat_template` with the row's tools, JSON-decoded, and its chat_template_kwargs) on `sft_rows`'s row."""
+    from toolgym.integrations.trl import sft_rows
+
+    tokenizer = tiny_tokenizer()
+    lengths = []
+    for row in sft_rows(rows):
+        tools = json.loads(row["tools"]) if isinstance(row["tools"], str) else row["tools"]
+        out = tokenizer.apply_chat_template(row["messages"], tools=tools, tokenize=True, return_dict=True,
+                                            **row["chat_template_kwargs"])
+        lengths.append(len(out["input_ids"]))
+    return lengths

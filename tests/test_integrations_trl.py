@@ -14,6 +14,7 @@ import pytest
 from test_integrations_support import MODEL_DIR, app_tasks, oracle_rows, tiny_tokenizer
 from toolgym.agent.episode import DONE_TOOL
 from toolgym.chat.render import Renderer, load_prompt_style
+from toolgym.data.context import ContextCheck
 from toolgym.envs import make_env
 from toolgym.integrations.trl import (
     FINISHED,
@@ -85,6 +86,16 @@ def test_sft_trainer_trains_on_toolgyms_masks(tmp_path: Path, style: str) -> Non
     if style == "compact":  # the shipped model's style; full-style rows are ~4k tokens, masks are enough there
         result = trainer.train()
         assert trainer.state.global_step == 2 and result.training_loss > 0
+
+
+def test_context_check_counts_the_ids_sft_trainer_tokenizes(tmp_path: Path) -> None:
+    """What `data convert --model` measures is what SFTTrainer trains on, row for row, past the context too."""
+    _, rows = oracle_rows(tmp_path, app_tasks("code_host", 3), "full")
+    trainer = _sft_trainer(datasets.Dataset.from_list(sft_rows(rows)), tmp_path / "trl")
+    check = ContextCheck("default")
+    theirs = [len(ids) for ids, _ in _trl_samples(trainer)]
+    assert theirs == [len(check.token_ids(row)) for row in rows]
+    assert max(theirs) > check.context  # full-style code_host rows: longer than the shipped model's context
 
 
 def test_sft_trainer_reads_compact_rows_straight_from_the_jsonl(tmp_path: Path) -> None:

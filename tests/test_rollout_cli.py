@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from test_rollout_support import subprocess_env, suite_tasks, tiny_model_dir
+from toolgym.chat.render import CALL_FORMAT
 from toolgym.dataset.manifest import read_manifest, sha256_file
 from toolgym.rollout.results import RESULTS_FILE, read_rows, row_key
 from toolgym.schema.jsonl import write_jsonl
@@ -120,6 +121,7 @@ def test_oracle_rollout_from_the_command_line_passes_every_task(tmp_path: Path) 
         (["--policy", "gpt:x"], "unknown policy spec"),
         (["--policy", "oracle", "--split", "dev"], "unknown split"),
         (["--policy", "oracle", "--env", "nowhere"], "no tasks"),
+        (["--policy", "oracle", "--model", "no/such/model"], "is not a model folder"),
     ],
 )
 def test_bad_arguments_are_named(tmp_path: Path, args: list[str], message: str) -> None:
@@ -127,7 +129,7 @@ def test_bad_arguments_are_named(tmp_path: Path, args: list[str], message: str) 
     command = [sys.executable, "-m", "toolgym.cli.main", "rollout", "--tasks", str(dataset), "--out",
                str(tmp_path / "run"), "--no-progress", *args]
     finished = subprocess.run(command, capture_output=True, text=True, env=subprocess_env(), timeout=120)
-    assert finished.returncode == 2 and message in finished.stdout + finished.stderr
+    assert finished.returncode == 2 and message in " ".join((finished.stdout + finished.stderr).split())
 
 
 def test_policy_specs_carry_prompt_style_and_lora(tmp_path: Path) -> None:
@@ -137,3 +139,38 @@ def test_policy_specs_carry_prompt_style_and_lora(tmp_path: Path) -> None:
     assert make_policy("oracle").prompt_style is None
     with pytest.raises(ValueError, match=r"hf:MODEL_DIR\+lora:ADAPTER_DIR"):
         make_policy(f"hf:{tmp_path}+lora:")
+
+
+def test_rollout_writes_the_prompt_style_of_the_model_the_rows_are_for(tmp_path: Path) -> None:
+    """The oracle has no model of its own: with no --prompt-style its rows take the style of --model's
+    toolgym.json (the shipped default's compact unless named, so they fit it); an explicit style still wins,
+    and a model folder without a toolgym.json means full."""
+    dataset = _dataset(tmp_path / "data", per_app=1)
+    plain = tmp_path / "plain-model"  # a model folder that names no style
+    plain.mkdir()
+    runs = {"default": ([], True), "explicit": (["--prompt-style", "full"], False),
+            "plain": (["--model", str(plain)], False),
+            "explicit_compact": (["--model", str(plain), "--prompt-style", "compact"], True)}
+    for name, (extra, compact) in runs.items():
+        out = tmp_path / name
+        finished = subprocess.run(_command(dataset, out, "oracle", *extra), capture_output=True, text=True,
+                                  env=subprocess_env(), timeout=300)
+        assert finished.returncode == 0, finished.stdout + finished.stderr
+        rows = read_rows(out / RESULTS_FILE)
+        assert len(rows) == 3 and all(r["prompt"][0]["role"] == "system" for r in rows)
+        # compact lists the tools and the call format in the system prompt; full leaves both to the template
+        assert {CALL_FORMAT in r["prompt"][0]["content"] for r in rows} == {compact}, name
+    assert read_manifest(tmp_path / "default")["config"]["model"] == "default"
+    assert read_manifest(tmp_path / "plain")["config"]["model"] == str(plain)
+
+
+def test_only_policies_without_a_model_of_their_own_take_the_default_prompt_style(tmp_path: Path) -> None:
+    from toolgym.policy.spec import make_policy
+
+    assert make_policy("oracle", default_prompt_style="compact").prompt_style == "compact"
+    assert make_policy("imperfect:premature_done=0.5", default_prompt_style="compact").prompt_style == "compact"
+    assert make_policy("oracle", prompt_style="full", default_prompt_style="compact").prompt_style == "full"
+    remote = make_policy("openai:http://127.0.0.1:9/v1#some-model", default_prompt_style="compact")
+    assert remote.prompt_style == "compact"  # a served model named only by the server: the rows' model decides
+    local = make_policy(f"openai:http://127.0.0.1:9/v1#{tmp_path}", default_prompt_style="compact")
+    assert local.prompt_style == "full"  # a local folder names its own style (no toolgym.json: full)

@@ -7,7 +7,7 @@ KEY=VALUE`; docs/config-reference.md lists every setting).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -16,14 +16,30 @@ from rich.markup import escape
 from toolgym.cli.errors import settings_command, usage_error
 from toolgym.config.data import ConvertConfig, DataValidateConfig
 
+if TYPE_CHECKING:
+    from toolgym.data.context import ContextCheck
+
 app = typer.Typer(no_args_is_help=True)
 console = Console()
 # Flag name older than the config tree: --status (statuses).
-CONVERT_SHORTCUTS = ["out", "min_reward", ("statuses", "--status"), "row_mode", "dedupe", "train_malformed_turns"]
+CONVERT_SHORTCUTS = ["out", "min_reward", ("statuses", "--status"), "row_mode", "dedupe", "train_malformed_turns",
+                     "model"]
+
+
+def _context_check(model: str | None) -> ContextCheck | None:
+    """The model's tokenizer and context to measure rows against (None: no model given); a bad one is a usage error."""
+    if model is None:
+        return None
+    from toolgym.data.context import ContextCheck
+
+    try:
+        return ContextCheck(model)
+    except (OSError, ValueError) as exc:
+        raise usage_error(f"--model: {exc}") from exc
 
 
 @app.command("validate")
-@settings_command(DataValidateConfig, ["strict"])
+@settings_command(DataValidateConfig, ["strict", "model"])
 def validate(
     settings: DataValidateConfig,
     path: Path = typer.Argument(..., help="A results.jsonl, a run folder holding one, or an SFT rows file."),
@@ -32,8 +48,10 @@ def validate(
 
     Exits 1 when the file has no valid row (empty, or every row invalid), with or without --strict."""
     from toolgym.data.validate import validate_file
+
+    context = _context_check(settings.model)
     try:
-        report = validate_file(path)
+        report = validate_file(path, context)
     except OSError as exc:
         raise usage_error(exc) from exc
     console.print(report.render(), markup=False, highlight=False)  # rows' text is data, never markup
@@ -63,8 +81,9 @@ def convert(
     if settings.out is None:
         raise usage_error("toolgym data convert needs --out (or out in --config)")
     out = Path(settings.out)
+    context = _context_check(settings.model)
     try:
-        report = convert_run(run_dir, out, settings.options())
+        report = convert_run(run_dir, out, settings.options(), context)
     except (OSError, ValueError) as exc:
         raise usage_error(exc) from exc
     console.print(report.render(), markup=False, highlight=False)

@@ -22,7 +22,7 @@ ROLLOUT_SHORTCUTS = ["tasks", "policy", "out", "split", ("envs", "--env", "--env
                      "concurrency", "temperature", "top_p", "top_k", "max_new_tokens", "seed", "max_turns",
                      "max_context_tokens", "max_format_errors", ("timeout_s", "--timeout", "--timeout-s"), "done_tool",
                      "user_simulator", "device", "max_batch_size", "tokenizer", "prompt_style", "env_mcp",
-                     "retry_errors", "ray", "ray_workers"]
+                     "retry_errors", "ray", "ray_workers", "model"]
 
 
 @settings_command(RolloutConfig, ROLLOUT_SHORTCUTS)
@@ -47,6 +47,10 @@ def rollout(
                                                    limit=settings.limit, trust_verifiers=trust_verifiers)
     except (FileNotFoundError, ValueError) as exc:
         raise usage_error(exc) from exc
+    try:
+        model_style = settings.model_prompt_style()
+    except ValueError as exc:
+        raise usage_error(f"--model: {exc}") from exc
     simulator = ScriptedUserSimulator() if settings.user_simulator == "scripted" else None
     env_factory = None
     if settings.env_mcp:
@@ -67,7 +71,8 @@ def rollout(
 
     def policy_factory():  # type: ignore[no-untyped-def]
         return make_policy(policy, device=settings.device, tokenizer_dir=tokenizer,
-                           api_key=os.environ.get("OPENAI_API_KEY"), prompt_style=settings.prompt_style, **hf_kwargs)
+                           api_key=os.environ.get("OPENAI_API_KEY"), prompt_style=settings.prompt_style,
+                           default_prompt_style=model_style, **hf_kwargs)
 
     where = f" on Ray ({settings.ray}, {settings.ray_workers} workers)" if settings.ray else ""
     console.print(f"rollout: {len(selected)} task(s) × {settings.samples_per_task} sample(s) with {policy}{where} → {out}")
@@ -78,7 +83,7 @@ def rollout(
                 concurrency=settings.concurrency, sampling=sampling, limits=settings, user_simulator=simulator,
                 tasks_sha256=sha256_file(tasks_path), tasks_path=tasks_path,
                 config={"split": settings.split, "env": env, "limit": settings.limit, "policy_spec": policy,
-                        "env_mcp": settings.env_mcp},
+                        "env_mcp": settings.env_mcp, "model": settings.model},
                 **({"env_factory": env_factory} if env_factory is not None else {}),
                 retry_errors=settings.retry_errors, progress=progress, console=console, ray=settings.ray_settings,
             )

@@ -42,7 +42,16 @@ class ConvertOptions(Section):
         return value
 
 
-class ConvertConfig(ConvertOptions):
+class ModelContext(Section):
+    """The model whose context the rows must fit, for `data convert` and `data validate` to measure them against."""
+
+    model: str | None = None
+    """Model folder, or default (the shipped default model): also count the rows longer than its context
+    (max_position_embeddings, else the tokenizer's model_max_length) and by how many tokens, as TRL's
+    SFTTrainer tokenizes them (a results row as the conversation convert writes of it)."""
+
+
+class ConvertConfig(ConvertOptions, ModelContext):
     """`toolgym data convert RUN_DIR`: a rollout's results.jsonl → SFT rows `{messages, tools, …provenance,
     token_samples}`, every input row converted or skipped with a reason."""
 
@@ -54,9 +63,10 @@ class ConvertConfig(ConvertOptions):
         return self.part(ConvertOptions)
 
 
-class DataValidateConfig(Section):
+class DataValidateConfig(ModelContext):
     """`toolgym data validate PATH`: check roles, system placement, tool-call ids, arguments, tools and token
     samples of a results.jsonl or SFT rows file; count the reasons."""
 
     strict: bool = False
     """Exit with status 1 if any row is invalid (without it: only when no row is valid)."""
+

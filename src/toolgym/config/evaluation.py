@@ -7,8 +7,10 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from toolgym.chat.render import PromptStyle, load_prompt_style
 from toolgym.config.base import REPEATABLE, Section
 from toolgym.config.pieces import EpisodeLimits, PassAtK, PolicyTarget, RayWorkers, Sampling, TaskSelection
+from toolgym.model import DEFAULT_MODEL, model_folder
 
 
 class EvalConfig(Sampling, EpisodeLimits):
@@ -87,6 +89,14 @@ class RolloutConfig(Sampling, EpisodeLimits, TaskSelection, PolicyTarget, RayWor
     """Run envs over MCP: [ENV=]TARGET with TARGET stdio | http(s)://…/mcp | stdio:COMMAND ARGS."""
     retry_errors: bool = False
     """Run error rows of a previous run again."""
+    model: str | None = DEFAULT_MODEL
+    """The model the rows are for (a folder, or default: the shipped default model): chat-mode policies with no
+    model folder of their own (oracle, imperfect:, openai: with a remote MODEL) write the prompt style of its
+    toolgym.json (full when it has none) unless prompt_style is set; null: full."""
+
+    def model_prompt_style(self) -> PromptStyle | None:
+        """The prompt style of `model` (None when no model is named); a `model` that is no folder raises ValueError."""
+        return None if self.model is None else load_prompt_style(model_folder(self.model))
 
 
 class SweepConfig(EvalConfig, TaskSelection):

@@ -124,8 +124,9 @@ class PolicyTarget(Section):
     prompt_style: str | None = None
     """System prompt of chat-mode policies (oracle, imperfect:, openai:…): compact (tools listed in the system
     prompt, for small models) | full (tools rendered by the chat template). Default: the served model's
-    toolgym.json for openai:MODEL, else full. Teacher rows for SFT must use the student's style (compact for
-    the shipped default). hf: and token mode always use the model's own toolgym.json."""
+    toolgym.json when openai:MODEL is a local folder; else, in a rollout, that of `model` (the model the rows
+    are for: teacher rows for SFT must use the student's style, compact for the shipped default); else full.
+    hf: and token mode always use the model's own toolgym.json."""
 
 
 class RayWorkers(Section):

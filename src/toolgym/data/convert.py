@@ -22,22 +22,26 @@ compact style lists the tools in the system prompt, so the template must not ren
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from toolgym.agent.samples import build_samples
-from toolgym.chat.render import CALL_FORMAT, PromptStyle
+from toolgym.chat.render import CALL_FORMAT, PROMPT_STYLES, PromptStyle
 from toolgym.config.data import ConvertOptions as ConvertOptions
 from toolgym.data.rows import WEIGHT_FIELD, ResultsRow, canonical_json, is_format_feedback, iter_lines
 from toolgym.data.validate import Problem, RowChecker, check_messages
 from toolgym.rollout.results import RESULTS_FILE
 from toolgym.schema import Episode, TrainingSample
 from toolgym.schema.jsonl import jsonl_in, write_jsonl
+
+if TYPE_CHECKING:
+    from toolgym.data.context import ContextCheck, ContextReport
 
 PROVENANCE_FIELDS = ("task_id", "env", "split", "sample_index", "reward", "partial_score", "status", "stop_reason",
                      "policy", "checkpoint")
@@ -61,6 +65,7 @@ class ConvertReport:
     by_env: Counter[str] = field(default_factory=Counter)
     valid_rows: int = 0  # rows `data validate` accepts (converted or skipped by a filter)
     invalid: list[tuple[int, Problem]] = field(default_factory=list)  # the first INVALID_KEPT, by line
+    context: ContextReport | None = None  # the rows out against a model's context, when given one
 
     @property
     def accounted(self) -> bool:
@@ -88,6 +93,8 @@ class ConvertReport:
             lines.append(f"  invalid row {problem.located(self.source, line)}")
         if self.invalid_rows > len(self.invalid):
             lines.append(f"  ... {self.invalid_rows - len(self.invalid)} more invalid rows (`toolgym data validate` lists them)")
+        if self.context is not None:
+            lines.append(self.context.render())
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,6 +106,7 @@ class ConvertReport:
             "turns_not_trained": self.turns_not_trained, "by_env": dict(self.by_env),
             "valid_rows": self.valid_rows,
             "invalid": [{"line": line, "reason": p.reason, "field": p.field, "detail": p.detail} for line, p in self.invalid],
+            "context": self.context.to_dict() if self.context else None,
         }
 
 
@@ -173,6 +181,34 @@ def template_kwargs(prompt_style: PromptStyle) -> dict[str, Any]:
     """Keyword arguments of `apply_chat_template` that reproduce toolgym's rendering of a row (thinking off;
     compact: no tool schemas, they are already in the system prompt)."""
     return {"tools": None, "enable_thinking": False} if prompt_style == "compact" else {"enable_thinking": False}
+
+
+def trainer_row(row: dict[str, Any]) -> dict[str, Any]:
+    """An SFT row as TRL's SFTTrainer takes it: `messages` as written (`weight` kept), `tools` as a JSON string
+    in the full prompt style (Arrow would merge different tools' schemas into one struct) and None in the
+    compact one (the system prompt lists them), thinking off.
+
+    TRL tokenizes it as `apply_chat_template(messages, tools=json.loads(tools), **chat_template_kwargs)`.
+    """
+    messages = row["messages"]
+    tools = row.get("tools") or []
+    style = row.get("prompt_style") or rendered_prompt_style(messages, tools)
+    if style not in PROMPT_STYLES:
+        raise ValueError(f"row {row.get('task_id')!r}: prompt_style must be one of {', '.join(PROMPT_STYLES)}")
+    return {
+        "messages": [dict(m) for m in messages],
+        "tools": json.dumps(tools, ensure_ascii=False) if tools and style == "full" else None,
+        "chat_template_kwargs": {"enable_thinking": False},
+    }
+
+
+def episode_row(parsed: ResultsRow) -> dict[str, Any]:
+    """The conversation `convert` writes for a results row in episode mode (`messages`, `tools`,
+    `prompt_style`), whatever its filters would decide: what `data validate` measures against a context."""
+    messages, _, _ = sft_messages(parsed.to_episode(), train_malformed_turns=False)
+    tools = [t.to_openai() for t in parsed.episode.tools]
+    return {"messages": messages, "tools": tools, "prompt_style": rendered_prompt_style(messages, tools, parsed.info),
+            "task_id": parsed.task_id}
 
 
 def _has_calls(messages: list[dict[str, Any]]) -> bool:
@@ -292,8 +328,6 @@ def convert_rows(rows: Iterable[tuple[int, Any]], options: ConvertOptions | None
 
 def write_sidecar_manifest(out_file: Path, kind: str, **fields: Any) -> Path:
     """`<file>.manifest.json` beside an output file (a folder's manifest.json may belong to someone else)."""
-    import json
-
     import toolgym
     from toolgym.dataset.manifest import git_commit
 
@@ -303,13 +337,17 @@ def write_sidecar_manifest(out_file: Path, kind: str, **fields: Any) -> Path:
     return path
 
 
-def convert_run(run: str | Path, out_file: str | Path, options: ConvertOptions | None = None) -> ConvertReport:
-    """Convert a run's results.jsonl into `out_file` (JSONL) and a `<out_file>.manifest.json` beside it."""
+def convert_run(run: str | Path, out_file: str | Path, options: ConvertOptions | None = None,
+                context: ContextCheck | None = None) -> ConvertReport:
+    """Convert a run's results.jsonl into `out_file` (JSONL) and a `<out_file>.manifest.json` beside it; with
+    `context`, the report also measures the rows written against that model's context."""
     from toolgym.dataset.manifest import sha256_file
 
     source = results_path(run)
     options = options or ConvertOptions()
     rows, report = convert_rows(iter_lines(source), options, str(source))
+    if context is not None:
+        report.context = context.measure(rows)
     out_path = Path(out_file)
     write_jsonl(out_path, rows)
     write_sidecar_manifest(out_path, "sft_rows", source=str(source), source_sha256=sha256_file(source),

@@ -19,7 +19,7 @@ import reprlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -35,6 +35,9 @@ from toolgym.data.rows import (
     row_kind,
 )
 from toolgym.schema.jsonl import NON_FINITE, BadJson, JsonlError, field_path, json_type, loads
+
+if TYPE_CHECKING:
+    from toolgym.data.context import ContextCheck, ContextReport
 
 EXAMPLES_KEPT = 20
 FIELD_ERRORS_KEPT = 5  # a row with many bad fields reports its first few
@@ -355,6 +358,7 @@ class ValidationReport:
     reasons: Counter[str] = field(default_factory=Counter)  # invalid rows, once per reason per row
     notes: Counter[str] = field(default_factory=Counter)  # rows with a note, once per note per row
     examples: list[tuple[int, Problem]] = field(default_factory=list)
+    context: ContextReport | None = None  # the valid rows against a model's context, when given one
 
     @property
     def invalid(self) -> int:
@@ -388,6 +392,8 @@ class ValidationReport:
             lines.append(f"  note: {reason}: {count}")
         for line, problem in self.examples[:10]:
             lines.append(f"  {problem.located(self.path, line)}")
+        if self.context is not None:
+            lines.append(self.context.render())
         if not self.valid:
             lines.append(f"no valid rows in {self.path}" + (" (the file is empty)" if not self.rows else ""))
         return "\n".join(lines)
@@ -395,18 +401,22 @@ class ValidationReport:
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "rows": self.rows, "valid": self.valid, "invalid": self.invalid,
                 "kinds": dict(self.kinds), "statuses": dict(self.statuses), "reasons": dict(self.reasons),
-                "notes": dict(self.notes)}
+                "notes": dict(self.notes), "context": self.context.to_dict() if self.context else None}
 
 
-def validate_file(path: str | Path) -> ValidationReport:
-    """Check every line of a results.jsonl or SFT file; unreadable lines count as invalid."""
+def validate_file(path: str | Path, context: ContextCheck | None = None) -> ValidationReport:
+    """Check every line of a results.jsonl or SFT file; unreadable lines count as invalid. With `context`, also
+    measure the valid rows against that model's context."""
     path = Path(path)
     if path.is_dir():
         path = path / "results.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    report = ValidationReport(path=str(path))
+    report = ValidationReport(path=str(path), context=context.report() if context else None)
     checker = RowChecker()
     for line, row in iter_lines(path):
-        report.add(checker.check(row, line))
+        check = checker.check(row, line)
+        report.add(check)
+        if context is not None and report.context is not None:
+            context.add_checked(report.context, row, check)
     return report

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -30,7 +29,7 @@ from typing import Any, ClassVar, Literal
 
 from toolgym.agent.episode import DONE_TOOL, answer_text
 from toolgym.chat.render import DONE_TOOL_NAME, PROMPT_STYLES, PromptStyle, Renderer
-from toolgym.data.convert import rendered_prompt_style
+from toolgym.data.convert import trainer_row
 from toolgym.data.rows import iter_lines
 from toolgym.envs import EnvError, Environment
 from toolgym.envs.registry import make_env
@@ -78,19 +77,7 @@ def sft_rows(rows: Iterable[dict[str, Any]] | str | Path) -> list[dict[str, Any]
     """
     if isinstance(rows, str | Path):
         rows = _read_rows(Path(rows))
-    out: list[dict[str, Any]] = []
-    for row in rows:
-        messages = row["messages"]
-        tools = row.get("tools") or []
-        style = row.get("prompt_style") or rendered_prompt_style(messages, tools)
-        if style not in PROMPT_STYLES:
-            raise ValueError(f"row {row.get('task_id')!r}: prompt_style must be one of {', '.join(PROMPT_STYLES)}")
-        out.append({
-            "messages": [dict(m) for m in messages],
-            "tools": json.dumps(tools, ensure_ascii=False) if tools and style == "full" else None,
-            "chat_template_kwargs": {"enable_thinking": False},
-        })
-    return out
+    return [trainer_row(row) for row in rows]
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from transformers import PreTrainedTokenizerFast
 from toolgym.chat.render import DONE_TOOL_NAME, MODEL_CONFIG_FILE, PROMPT_STYLES, PromptStyle, system_prompt
 from toolgym.model.pretrain.settings import check_shape
 from toolgym.schema import ToolCall, ToolSpec
+from toolgym.schema.documents import read_json
 
 logger = logging.getLogger(__name__)
 
@@ -259,7 +260,7 @@ def random_init_like(model_dir: str | Path, out_dir: str | Path, *, seed: int = 
         if item.is_file() and item.suffix != ".safetensors" and item.name not in ("config.json", "MODEL_CARD.md",
                                                                                    MODEL_CONFIG_FILE):
             shutil.copy2(item, out / item.name)
-    settings = json.loads((source / MODEL_CONFIG_FILE).read_text(encoding="utf-8")) if (
+    settings = read_json(source / MODEL_CONFIG_FILE) if (
         source / MODEL_CONFIG_FILE).is_file() else {}
     settings.pop("pretrain", None)  # these weights were not pre-trained
     settings["random_init"] = {"like": str(source), "seed": seed}

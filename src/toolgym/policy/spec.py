@@ -6,15 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from toolgym.chat.render import PROMPT_STYLES
+from toolgym.chat.render import PROMPT_STYLES, PromptStyle
 from toolgym.policy.base import Policy
 
-PROMPT_STYLE_HELP = (
-    "System prompt of chat-mode policies (oracle, imperfect:, openai:…): compact (tools listed in the system "
-    "prompt, for small models) | full (tools rendered by the chat template). Default: the served model's "
-    "toolgym.json for openai:MODEL, else full. Teacher rows for SFT must use the student's style (compact for "
-    "the shipped default). hf: and token mode always use the model's own toolgym.json."
-)
 SPEC_HELP = ("oracle | imperfect:KIND=RATE,...[,seed=N] | hf:MODEL_DIR[+lora:ADAPTER_DIR] | "
              "vllm:MODEL_DIR[+lora:ADAPTER_DIR] | openai:BASE_URL#MODEL[#token]")
 
@@ -26,28 +20,32 @@ def make_policy(
     tokenizer_dir: str | Path | None = None,
     api_key: str | None = None,
     prompt_style: str | None = None,
+    default_prompt_style: PromptStyle | None = None,
     **hf_kwargs: Any,
 ) -> Policy:
     """Build the policy a spec names; a bad spec raises ValueError saying what is allowed.
 
     Token mode against a server needs the model's tokenizer here (`tokenizer_dir`, or MODEL when
     it is a local folder), because prompts are rendered on this side. `prompt_style` tells a chat-mode
-    policy which system prompt the served model expects (default: MODEL's toolgym.json, else full).
+    policy which system prompt the served model expects (default: MODEL's toolgym.json when MODEL is a
+    local folder, else `default_prompt_style`, else full). `default_prompt_style` is the style of the model
+    the rows are for (a rollout's student): the oracle, imperfect: and a remote openai: MODEL have no own.
     """
     if prompt_style is not None and prompt_style not in PROMPT_STYLES:
         raise ValueError(f"--prompt-style {prompt_style!r}: use one of {', '.join(PROMPT_STYLES)}")
+    chat_style = prompt_style or default_prompt_style
     if spec == "oracle":
         # The instructing oracle plays a plain reference solution exactly like OraclePolicy, and
         # speaks user-owned (dual-control) calls as instructions for the user simulator.
         from toolgym.policy.instructing_oracle import InstructingOraclePolicy
 
-        return InstructingOraclePolicy(prompt_style=prompt_style)
+        return InstructingOraclePolicy(prompt_style=chat_style)
     if spec.startswith("imperfect:"):
         from toolgym.policy.instructing_oracle import InstructingOraclePolicy
         from toolgym.policy.teacher import ImperfectTeacherPolicy, TeacherMistakes
 
         mistakes = TeacherMistakes.parse_spec(spec.removeprefix("imperfect:"))
-        return ImperfectTeacherPolicy(mistakes, InstructingOraclePolicy(prompt_style=prompt_style))
+        return ImperfectTeacherPolicy(mistakes, InstructingOraclePolicy(prompt_style=chat_style))
     kind, _, rest = spec.partition(":")
     if kind == "hf" and rest:
         from toolgym.policy.hf import HFPolicy
@@ -72,8 +70,11 @@ def make_policy(
         if len(parts) not in (2, 3) or not parts[0] or not parts[1] or (len(parts) == 3 and parts[2] not in ("token", "chat")):
             raise ValueError(f"policy spec {spec!r}: write openai:BASE_URL#MODEL or openai:BASE_URL#MODEL#token")
         mode = parts[2] if len(parts) == 3 else "chat"
-        if mode == "token" and tokenizer_dir is None and Path(parts[1]).is_dir():
+        local = Path(parts[1]).is_dir()
+        if mode == "token" and tokenizer_dir is None and local:
             tokenizer_dir = parts[1]
+        # A local MODEL folder names the style it was built for (the policy reads its toolgym.json).
+        style = prompt_style if local else chat_style
         return OpenAIPolicy(parts[0], parts[1], api_key=api_key or "EMPTY", mode=mode,  # type: ignore[arg-type]
-                            tokenizer_dir=tokenizer_dir, prompt_style=prompt_style)  # type: ignore[arg-type]
+                            tokenizer_dir=tokenizer_dir, prompt_style=style)  # type: ignore[arg-type]
     raise ValueError(f"unknown policy spec {spec!r}; use {SPEC_HELP}")

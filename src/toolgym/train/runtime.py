@@ -111,15 +111,3 @@ def load_tokenizer(model_dir: str | Path) -> Any:
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
-
-
-def context_length(model_dir: str | Path) -> int | None:
-    """The model's trained context (max_position_embeddings), when its config says."""
-    import json
-
-    try:
-        config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    value = config.get("max_position_embeddings")
-    return int(value) if isinstance(value, int) and value > 0 else None

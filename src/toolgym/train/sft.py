@@ -25,7 +25,9 @@ import torch
 from toolgym.chat.render import Renderer, load_prompt_style
 from toolgym.config.train import SFTConfig, migrate_flat_lora
 from toolgym.dataset.manifest import read_manifest, sha256_file, write_manifest
+from toolgym.model import context_length
 from toolgym.schema import TrainingSample
+from toolgym.schema.documents import read_json
 from toolgym.train.batching import (
     StepPlan,
     collate,
@@ -62,7 +64,6 @@ from toolgym.train.metrics import MetricsLog, check_trackers
 from toolgym.train.optim import build_optimizer, build_scheduler, warmup_steps_for
 from toolgym.train.runtime import (
     RunClock,
-    context_length,
     load_model,
     load_tokenizer,
     resolve_device,
@@ -266,7 +267,7 @@ class _Trainer:
         state: dict[str, Any] = {"step": 0, "best_eval_loss": None, "best_step": None, "elapsed_s": 0.0,
                                  "cpu_s": 0.0, "last_eval_step": None}
         if latest is not None:
-            recorded = json.loads((latest / STATE_FILE).read_text(encoding="utf-8"))
+            recorded = read_json(latest / STATE_FILE)
             try:  # before load_state, which would look for another world size's per-rank files
                 check_world_size(recorded, self.accelerator.num_processes, latest)
             except WorldSizeError as exc:

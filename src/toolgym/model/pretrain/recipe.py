@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from toolgym.chat.render import MODEL_CONFIG_FILE, Renderer
 from toolgym.cpu_time import cpu_seconds, cpu_since
+from toolgym.model import DEFAULT_MODEL_DIR as DEFAULT_MODEL_DIR  # re-exported: defined torch-free
 from toolgym.model.pretrain.corpus import SKILLS, generate_corpus
 from toolgym.model.pretrain.render import episode_text_plain
 from toolgym.model.pretrain.settings import TinyRecipe as TinyRecipe  # re-exported: defined torch-free
@@ -33,9 +34,8 @@ from toolgym.model.pretrain.train import (
     pinned_threads,
     train,
 )
+from toolgym.schema.documents import read_json
 from toolgym.schema.jsonl import field_path
-
-DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "default"
 
 # Like Qwen2's split, except that a word never carries its leading space or quote: ` Paris` in a
 # request and `"Paris"` in a call argument then tokenize to the same `Paris`, so copying a value
@@ -105,7 +105,7 @@ def save_weights(model: Any, out: Path, dtype: str) -> None:
     model.to(getattr(torch, dtype))
     model.save_pretrained(out)
     config_path = out / "config.json"
-    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config = read_json(config_path)
     config["dtype"] = "float32"
     config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     model.to(torch.float32)
@@ -145,7 +145,7 @@ def pretrain_tiny(
         parameters=sum(p.numel() for p in model.parameters()), final_eval=evals[-1] if evals else {},
         losses=[r.loss for r in records],
     )
-    settings = json.loads((out / MODEL_CONFIG_FILE).read_text(encoding="utf-8"))
+    settings = read_json(out / MODEL_CONFIG_FILE)
     settings["pretrain"] = {
         "recipe_version": RECIPE_VERSION,
         "recipe": recipe.model_dump(),
@@ -185,7 +185,7 @@ def read_pretrain_settings(model_dir: Path) -> dict[str, Any]:
     path = model_dir / MODEL_CONFIG_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing; {model_dir} is not a model folder built by pretrain-tiny")
-    settings = json.loads(path.read_text(encoding="utf-8"))
+    settings = read_json(path)
     if "pretrain" not in settings:
         raise ValueError(f"{path}: no 'pretrain' section; the folder was not built by pretrain-tiny")
     return settings["pretrain"]

@@ -7,10 +7,11 @@ that draws from it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-_PHRASES = json.loads((Path(__file__).with_name("phrases.json")).read_text(encoding="utf-8"))
+from toolgym.schema.documents import read_json
+
+_PHRASES = read_json(Path(__file__).with_name("phrases.json"))
 
 # value kind → the names an argument of that kind goes by
 ARG_NAMES: dict[str, tuple[str, ...]] = {kind: tuple(names) for kind, names in _PHRASES["argument_names"].items()}
