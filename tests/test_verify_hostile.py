@@ -1,9 +1,10 @@
-"""Hostile verifiers: each switches off the in-process audit hook first, then tries to escape.
+"""Hostile verifiers, most of them run with the in-process audit hook left out, trying to escape.
 
-What holds them is the kernel sandbox set up before their code starts (bubblewrap: namespaces,
-an unprivileged uid, seccomp, rlimits, an empty environment, a read-only filesystem). Every test
-uses real processes, real sockets on 127.0.0.1 and real files, and checks the host side: the
-server never got a connection, no file appeared at the target, no secret reached the verdict.
+What holds them then is the kernel sandbox set up before their code starts (bubblewrap:
+namespaces, an unprivileged uid, seccomp that kills, rlimits, an empty environment, a read-only
+filesystem, blocked native modules replaced by files the parent watches). Every test uses real
+processes, real sockets on 127.0.0.1 and real files, and checks the host side: the server never
+got a connection, no file appeared at the target, no secret reached the verdict.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import stat
 import subprocess
@@ -31,43 +33,20 @@ from toolgym.envs import Environment, registry
 from toolgym.envs.examples.toy import APP
 from toolgym.schema import Task, ToolCall
 from toolgym.schema.jsonl import dumps
-from toolgym.verify import isolation
+from toolgym.verify import isolation, module_watch, sandbox, sandbox_rules
+from toolgym.verify.fleet_api import FLEET_API_FILES
 from toolgym.verify.sandbox import processes_holding, run_python_verifier
 
 STRONG, PROBLEM = isolation.strong_isolation()
 needs_bwrap = pytest.mark.skipif(STRONG is None, reason=f"no strong isolation on this machine: {PROBLEM}")
 
-# Finds the hook's object through the garbage collector and a stack-frame walk, switches it
-# off and empties its record of refusals: after this, only the kernel stands in the way.
-DISARM = """
-import gc, sys
-
-def _disarm():
-    found = 0
-    for obj in gc.get_objects():
-        if type(obj).__name__ == "Sandbox" and hasattr(obj, "violations"):
-            obj.active = False
-            obj.violations.clear()
-            found += 1
-    frame = sys._getframe()
-    while frame is not None:
-        for value in list(frame.f_locals.values()):
-            if type(value).__name__ == "Sandbox":
-                value.active = False
-                found += 1
-        frame = frame.f_back
-    assert found, "the audit hook's object was not found"
-
-_disarm()
-"""
 
 
 def hostile(body: str) -> str:
-    """A verifier that disarms the hook, then runs `body`; an OSError from the kernel becomes a crash naming it."""
+    """A verifier that runs `body`; an OSError from the kernel becomes a crash naming it."""
     indented = textwrap.indent(textwrap.dedent(body).strip(), " " * 8)
     return (
-        DISARM
-        + "\ndef validate_task(env, final_answer=None):\n    _disarm()\n    try:\n"
+        "def validate_task(env, final_answer=None):\n    try:\n"
         + indented
         + "\n    except OSError as exc:\n        raise RuntimeError(f'kernel refused: {exc}') from exc\n    return 1\n"
     )
@@ -83,11 +62,35 @@ def run(code: str, **limits: float):  # type: ignore[no-untyped-def]
     return run_python_verifier(code, toy_env(), "done", **limits)
 
 
+KERNEL = ("kernel refused", "a forbidden system call", "loaded the blocked module")
+
+
 def assert_kernel_refused(verdict) -> None:  # type: ignore[no-untyped-def]
-    """The escape failed in the kernel, not at the (disarmed) hook, and was not scored as a pass."""
+    """The escape failed in the kernel (an error, a seccomp kill, a watched module file), not at the hook."""
     assert not verdict.passed
-    assert verdict.error is not None and "kernel refused" in verdict.error, verdict
-    assert "blocked by the verifier sandbox" not in verdict.error
+    assert verdict.error is not None and any(cause in verdict.error for cause in KERNEL), verdict
+    assert "toolgym-sandbox-rule" not in verdict.error and "import of" not in verdict.error
+
+
+@pytest.fixture
+def with_hook() -> None:
+    """Requested by the tests that keep the child's audit hook in."""
+
+
+@pytest.fixture(autouse=True)
+def no_hook(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child's files with the audit hook left out, so each test sees what the kernel holds on its own
+    (unless the test requests `with_hook`)."""
+    if "with_hook" in request.fixturenames:
+        return
+    folder = tmp_path_factory.mktemp("child")  # not under tmp_path, which tests check is left empty
+    for name in (sandbox.CHILD_SCRIPT.name, sandbox.RULES_FILE, *FLEET_API_FILES):
+        shutil.copyfile(sandbox.CHILD_SCRIPT.with_name(name), folder / name)
+    rules = folder / sandbox.RULES_FILE
+    text = rules.read_text()
+    assert "    sys.addaudithook(make_hook(workdir))\n" in text
+    rules.write_text(text.replace("    sys.addaudithook(make_hook(workdir))\n", "    make_hook(workdir)\n"))
+    monkeypatch.setattr(sandbox, "CHILD_SCRIPT", folder / sandbox.CHILD_SCRIPT.name)
 
 
 @pytest.fixture(autouse=True)
@@ -263,10 +266,9 @@ def test_it_sees_no_home_no_workdir_and_no_host_tmp(tmp_path: Path) -> None:
     home = [str(p) for p in Path.home().iterdir() if not sys.base_prefix.startswith(str(p))]
     places = [str(marker), os.getcwd(), *home, "/run", "/var/run", "/tmp", "/proc/1", "/proc/self", "/dev/null",
               "/sys", "/etc/passwd", "/etc/hosts"]
-    verdict = run(DISARM + textwrap.dedent(f"""
+    verdict = run(textwrap.dedent(f"""
         import os
         def validate_task(env, final_answer=None):
-            _disarm()
             seen = [p for p in {places!r} if os.path.exists(p)]
             return {{"successes": 1, "errors": seen}} if seen else 1
     """))
@@ -294,10 +296,9 @@ def test_scratch_space_is_a_small_private_tmpfs() -> None:
 def test_the_parents_environment_cannot_be_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOOLGYM_TEST_API_KEY", "sk-planted-secret-4f1c2e")
     monkeypatch.setenv("TOOLGYM_TEST_PLAIN", "plain-but-private-9d3a")  # not scrubbed by name: must not leak at all
-    verdict = run(DISARM + textwrap.dedent(f"""
+    verdict = run(textwrap.dedent(f"""
         import os
         def validate_task(env, final_answer=None):
-            _disarm()
             found = [repr(dict(os.environ))]
             for pid in ({os.getpid()}, {os.getppid()}, 1, 2, "self"):
                 for name in ("environ", "cmdline"):
@@ -356,8 +357,8 @@ def test_no_process_can_be_started(tmp_path: Path, attempt: str) -> None:
     marker = tmp_path / "ran"
     code = hostile(f"import os\n{attempt.replace('MARKER', str(marker))}")
     verdict = run(code)
-    assert not verdict.passed and verdict.error is not None, verdict
-    assert "kernel refused" in verdict.error or "can't start new thread" in verdict.error, verdict.error
+    assert_kernel_refused(verdict)
+    assert "kernel refused" not in verdict.error  # killed, or its module was missing: never an error to catch
     assert not marker.exists()
 
 
@@ -419,10 +420,9 @@ def test_limits_cannot_be_raised_and_memory_is_capped() -> None:
 
 @needs_bwrap
 def test_it_runs_unprivileged_with_no_capabilities() -> None:
-    verdict = run(DISARM + textwrap.dedent("""
+    verdict = run(textwrap.dedent("""
         import os
         def validate_task(env, final_answer=None):
-            _disarm()
             ids = (os.getuid(), os.geteuid(), os.getgid(), os.getpid())
             return 1 if ids[:3] == (65534, 65534, 65534) and ids[3] <= 3 else {"successes": 0, "errors": [repr(ids)]}
     """))
@@ -448,7 +448,7 @@ def _write_result(text):
 
 
 def forger(body: str) -> str:
-    return DISARM + FIND_RESULT_FD + "\ndef validate_task(env, final_answer=None):\n    _disarm()\n" + textwrap.indent(
+    return FIND_RESULT_FD + "\ndef validate_task(env, final_answer=None):\n" + textwrap.indent(
         textwrap.dedent(body).strip(), "    "
     ) + "\n"
 
@@ -487,25 +487,38 @@ def test_a_forged_or_broken_result_is_an_error(body: str, cause: str) -> None:
     assert not verdict.passed
 
 
-@needs_bwrap
-def test_forging_a_pass_gains_only_what_returning_one_gives(tmp_path: Path) -> None:
-    """json.dumps patched and the result written by hand: the verdict is what `return 1` gives, and the
-    escapes tried on the way had no effect, which is what makes any valid 1 harmless."""
-    target = tmp_path / "escape"
-    patched = run(DISARM + textwrap.dedent(f"""
+def escape_then_forge(target: Path) -> str:
+    """Tries writes outside, swallows the refusals, then patches json.dumps to report a pass and crashes."""
+    return textwrap.dedent(f"""
         import json, os
         def validate_task(env, final_answer=None):
-            _disarm()
-            for attempt in (lambda: open({str(target)!r}, "w"), lambda: os.mkfifo({str(target)!r})):
+            for attempt in (lambda: open({str(target)!r}, "w"), lambda: os.mkdir({str(target)!r})):
                 try:
                     attempt()
                 except OSError:
                     pass
             json.dumps = lambda *args, **kwargs: {OK_1.strip()!r}
             raise RuntimeError("crashed, then lied about it")
-    """))
+    """)
+
+
+@needs_bwrap
+def test_without_the_hook_forging_a_pass_gains_only_what_returning_one_gives(tmp_path: Path) -> None:
+    """With the hook left out, the kernel alone refused the escapes: the forged verdict is what `return 1`
+    gives, and nothing reached the host, which is what makes any valid 1 harmless."""
+    target = tmp_path / "escape"
+    patched = run(escape_then_forge(target))
     honest = run("def validate_task(env, final_answer=None):\n    return 1\n")
     assert (patched.reward, patched.partial_score, patched.error) == (honest.reward, honest.partial_score, None)
+    assert not os.path.lexists(target)
+
+
+@needs_bwrap
+def test_with_the_hook_a_forged_pass_after_an_escape_is_an_error(tmp_path: Path, with_hook: None) -> None:
+    target = tmp_path / "escape"
+    verdict = run(escape_then_forge(target))
+    assert verdict.error is not None and not verdict.passed
+    assert f"open({str(target)!r}) for writing outside the work directory" in verdict.error
     assert not os.path.lexists(target)
 
 
@@ -601,7 +614,7 @@ def toy_task(task_id: str, verifier: str) -> Task:
 
 
 @needs_bwrap
-def test_tasks_validate_drops_a_hostile_verifier(tmp_path: Path, toy_registered: None) -> None:
+def test_tasks_validate_drops_a_hostile_verifier(tmp_path: Path, toy_registered: None, with_hook: None) -> None:
     target = tmp_path / "escape"
     path = tmp_path / "tasks.jsonl"
     path.write_text(
@@ -614,7 +627,8 @@ def test_tasks_validate_drops_a_hostile_verifier(tmp_path: Path, toy_registered:
     kept = [json.loads(line)["id"] for line in (out / "tasks.jsonl").read_text().splitlines()]
     assert kept == ["toy/honest"]
     report = {row["id"]: row for row in map(json.loads, (out / "report.jsonl").read_text().splitlines())}
-    assert report["toy/hostile"]["reason"] == "verifier_error" and "kernel refused" in report["toy/hostile"]["detail"]
+    assert report["toy/hostile"]["reason"] == "verifier_error"
+    assert "outside the work directory" in report["toy/hostile"]["detail"]
     assert not target.exists()
 
 
@@ -646,8 +660,8 @@ def test_bwrap_is_available_where_ci_installs_it() -> None:
 
 
 @needs_bwrap
-def test_rollout_with_the_oracle_scores_no_hostile_pass(tmp_path: Path, toy_registered: None) -> None:
-    """The oracle solves the task; the verifier then disarms the hook and tries to escape: an error row, no reward."""
+def test_rollout_with_the_oracle_scores_no_hostile_pass(tmp_path: Path, toy_registered: None, with_hook: None) -> None:
+    """The oracle solves the task; the verifier then tries to escape: an error row, no reward."""
     target = tmp_path / "escape"
     dataset = tmp_path / "data"
     dataset.mkdir()
@@ -663,7 +677,7 @@ def test_rollout_with_the_oracle_scores_no_hostile_pass(tmp_path: Path, toy_regi
     assert (rows["toy/honest"]["status"], rows["toy/honest"]["reward"]) == ("ok", 1.0)
     hostile_row = rows["toy/hostile"]
     assert hostile_row["status"] == "error" and hostile_row["reward"] is None
-    assert "kernel refused" in hostile_row["error"]
+    assert "a forbidden system call" in hostile_row["error"]  # mknod: a call only the kernel sees
     assert not os.path.lexists(target)
 
 
@@ -678,3 +692,40 @@ def test_rollout_and_eval_refuse_without_bwrap(tmp_path: Path, toy_registered: N
     assert result.exit_code == 2, result.output
     assert "--trust-verifiers" in result.output.replace("\n", "")
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").rglob("results.jsonl"))
+
+
+# ---------------------------------------------------------------------------------------------
+#  Blocked native modules: their files are stand-ins the parent watches
+# ---------------------------------------------------------------------------------------------
+
+
+@needs_bwrap
+@pytest.mark.parametrize("module", ["_socket", "socket", "_ctypes", "subprocess", "multiprocessing"])
+def test_a_blocked_module_loaded_past_the_hook_is_seen_by_the_kernel(module: str) -> None:
+    """With no hook to name it, the import fails on the stand-in file, and opening that file was reported."""
+    verdict = run(f"def validate_task(env, final_answer=None):\n    try:\n        import {module}\n"
+                  "    except ImportError:\n        pass\n    return 1\n")
+    assert verdict.error is not None and not verdict.passed
+    assert verdict.error.startswith("verifier broke a sandbox rule: it loaded the blocked module _"), verdict.error
+
+
+def test_the_watch_reports_each_opened_stand_in_and_nothing_else(tmp_path: Path) -> None:
+    if not module_watch.blocked_extensions():
+        pytest.skip("this interpreter builds its blocked modules in")
+    with module_watch.ModuleWatch(tmp_path / "stubs") as watch:
+        assert watch.opened() == []
+        targets = dict(zip(watch.stubs.values(), watch.stubs.keys(), strict=True))
+        first, *_ = sorted(watch.stubs.values())
+        first.read_bytes()
+        first.read_bytes()
+        assert watch.opened() == [first.name]
+        assert watch.opened() == []  # each open is reported once
+        binds = watch.bind_args()
+        assert binds[binds.index(str(first)) + 1] == targets[first]
+    assert watch.fd == -1
+
+
+def test_the_blocked_extensions_are_this_interpreters_own() -> None:
+    for name, path in module_watch.blocked_extensions().items():
+        assert name in sandbox_rules.BLOCKED_IMPORTS and os.path.isfile(path)
+        assert os.path.basename(path).startswith(name + ".") and "lib-dynload" in path

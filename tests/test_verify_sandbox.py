@@ -298,7 +298,8 @@ def test_a_verifier_cannot_reach_a_listening_socket() -> None:
     finally:
         thread.join()
         listener.close()
-    assert verdict.error is None and verdict.reward == 0.0  # it tried, and could not connect
+    # Trying is a broken rule: an error naming it, not the 0 the verifier chose to return.
+    assert verdict.error is not None and "import of 'socket'" in verdict.error and not verdict.passed
     assert accepted == []
 
 
@@ -333,7 +334,7 @@ def test_deleting_or_running_commands_outside_is_refused(tmp_path: Path) -> None
     )
     for call in calls:
         verdict = run(f"import os\ndef validate_task(env, final_answer=None):\n    {call}\n    return 1\n")
-        assert verdict.error is not None and "blocked" in verdict.error, call
+        assert verdict.error is not None and "verifier broke a sandbox rule" in verdict.error, call
     assert keep.read_text() == "precious"
     assert not marker.exists()
 

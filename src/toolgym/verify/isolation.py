@@ -5,8 +5,9 @@ set up by the kernel before that code starts: `bwrap` gives the verifier's proce
 PID, network, IPC, UTS and cgroup namespaces (no network of any kind, no view of the trainer's
 processes), a non-root uid with no capabilities and `no_new_privs`, an empty environment, a
 filesystem holding only the Python install and its inputs (read-only) and a small tmpfs to
-write, and a seccomp filter that refuses new processes, namespaces, mounts, sockets, keyrings
-and other kernel attack surface. Where that cannot be had, verifiers do not run unless the user
+write, and a seccomp filter that kills the process on any call that would start a process or
+namespace, mount, open a socket, touch keyrings or other kernel attack surface: a kill, not an
+error code, so the verifier cannot catch it and carry on. Where that cannot be had, verifiers do not run unless the user
 accepts the risk (`--trust-verifiers` or TOOLGYM_TRUST_VERIFIERS=1); nothing falls back silently.
 """
 
@@ -16,11 +17,12 @@ import json
 import os
 import platform
 import shutil
+import signal
 import struct
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,19 +67,20 @@ def interpreter() -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-#  Seccomp: a deny list compiled to classic BPF by hand (no libseccomp binding needed)
+#  Seccomp: a deny list compiled to classic BPF by hand (no libseccomp binding needed); a listed call kills
 # ---------------------------------------------------------------------------------------------
 
-# Process creation, namespaces and mounts, kernel attack surface, sockets, and memory that
-# RLIMIT_AS does not count (SysV shared memory and message queues outlive their mapping; memfd).
+# Process creation, namespaces and mounts, kernel attack surface, sockets, memory that RLIMIT_AS
+# does not count (SysV shared memory and message queues outlive their mapping; memfd), and device
+# and FIFO nodes (mknod raises no audit event, so only the kernel can make it a broken rule).
 # execve stays allowed (bwrap needs it to start Python); with no fork it can only replace the
-# verifier itself, inside the same namespaces and limits.
+# verifier itself, inside the same namespaces and limits, and the result channel closes on exec.
 _DENIED_X86_64 = {
     "shmget": 29, "socket": 41, "msgget": 68, "clone": 56, "fork": 57, "vfork": 58, "ptrace": 101, "syslog": 103, "uselib": 134,
-    "personality": 135, "pivot_root": 155, "chroot": 161, "acct": 163, "mount": 165, "umount2": 166,
+    "mknod": 133, "personality": 135, "pivot_root": 155, "chroot": 161, "acct": 163, "mount": 165, "umount2": 166,
     "swapon": 167, "reboot": 169, "iopl": 172, "ioperm": 173, "init_module": 175, "delete_module": 176,
     "quotactl": 179, "kexec_load": 246, "add_key": 248, "request_key": 249, "keyctl": 250, "unshare": 272,
-    "perf_event_open": 298, "name_to_handle_at": 303, "open_by_handle_at": 304, "setns": 308,
+    "mknodat": 259, "perf_event_open": 298, "name_to_handle_at": 303, "open_by_handle_at": 304, "setns": 308,
     "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "finit_module": 313,
     "memfd_create": 319, "kexec_file_load": 320, "bpf": 321, "execveat": 322, "userfaultfd": 323,
     "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
@@ -91,15 +94,14 @@ _DENIED_AARCH64 = {  # the asm-generic table
     "keyctl": 219, "clone": 220, "swapon": 224, "perf_event_open": 241, "name_to_handle_at": 264,
     "open_by_handle_at": 265, "setns": 268, "process_vm_readv": 270, "process_vm_writev": 271,
     "kcmp": 272, "finit_module": 273, "memfd_create": 279, "bpf": 280, "execveat": 281, "userfaultfd": 282,
-    "kexec_file_load": 294, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+    "kexec_file_load": 294, "mknodat": 33, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
     "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
     "pidfd_open": 434, "clone3": 435, "pidfd_getfd": 438, "mount_setattr": 442,
 }
 _AUDIT_ARCH = {"x86_64": (0xC000003E, _DENIED_X86_64), "aarch64": (0xC00000B7, _DENIED_AARCH64)}
 _X32_SYSCALL_BIT = 0x40000000
 _BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
-_RET_KILL_PROCESS, _RET_ALLOW, _RET_ERRNO = 0x80000000, 0x7FFF0000, 0x00050000
-_EPERM = 1
+_RET_KILL_PROCESS, _RET_ALLOW = 0x80000000, 0x7FFF0000
 
 
 def _machine() -> str:
@@ -108,7 +110,8 @@ def _machine() -> str:
 
 
 def seccomp_program(machine: str | None = None) -> bytes | None:
-    """The filter for this CPU (EPERM on a denied call, kill on a foreign ABI), or None where its table is unknown."""
+    """The filter for this CPU (the whole process killed by SIGSYS on a denied call or a foreign ABI), or None
+    where its table is unknown."""
     arch = _AUDIT_ARCH.get(machine or _machine())
     if arch is None:
         return None
@@ -124,14 +127,14 @@ def seccomp_program(machine: str | None = None) -> bytes | None:
         op(_BPF_RET_K, _RET_KILL_PROCESS),
         op(_BPF_LD_W_ABS, 0),  # seccomp_data.nr
     ]
-    # The tail is [allow, deny]: the x32 check and each listed number jump to deny.
+    # The tail is [allow, kill]: the x32 check and each listed number jump to kill.
     count = len(numbers) + (1 if audit_arch == 0xC000003E else 0)
     if audit_arch == 0xC000003E:
         program.append(op(_BPF_JGE_K, _X32_SYSCALL_BIT, jt=count))
     for index, number in enumerate(numbers):
         remaining = len(numbers) - index - 1
         program.append(op(_BPF_JEQ_K, number, jt=remaining + 1))
-    program += [op(_BPF_RET_K, _RET_ALLOW), op(_BPF_RET_K, _RET_ERRNO | _EPERM)]
+    program += [op(_BPF_RET_K, _RET_ALLOW), op(_BPF_RET_K, _RET_KILL_PROCESS)]
     return b"".join(program)
 
 
@@ -186,8 +189,12 @@ def _python_mounts() -> list[str]:
     return args
 
 
-def bwrap_command(bwrap: Bwrap, input_dir: Path, child_name: str, work_mb: int, seccomp_fd: int | None) -> list[str]:
+def bwrap_command(
+    bwrap: Bwrap, input_dir: Path, child_name: str, work_mb: int, seccomp_fd: int | None, binds: Sequence[str] = ()
+) -> list[str]:
     """The full command: namespaces, a non-root user, a minimal read-only filesystem, then the child.
+
+    `binds` are further bwrap options laid over the Python install (the blocked modules' stand-ins).
 
     Run as root, bwrap maps the sandbox's uid onto real uid 0: outside its namespaces the process
     still owns root's files and RLIMIT_NPROC does not bind it. So nothing writable of the host is
@@ -208,6 +215,7 @@ def bwrap_command(bwrap: Bwrap, input_dir: Path, child_name: str, work_mb: int, 
         "--setenv", "LANG", "C.UTF-8", "--setenv", "LC_ALL", "C.UTF-8",
         *_system_mounts(),
         *_python_mounts(),
+        *binds,
         "--ro-bind", str(input_dir), SANDBOX_INPUT,
         *(["--size", str(work_mb * 1024 * 1024)] if bwrap.tmpfs_size else []),
         "--tmpfs", SANDBOX_WORK,
@@ -241,21 +249,24 @@ def bwrap_env() -> dict[str, str]:
 #  Is strong isolation available here?
 # ---------------------------------------------------------------------------------------------
 
+_PROBE_OK = "toolgym-sandbox-ok"
 _PROBE_CODE = (
     "import os, sys\n"
     "assert os.getuid() != 0 and os.geteuid() != 0, 'root inside'\n"
     "assert os.getpid() <= 3, 'no PID namespace'\n"
     "assert not os.path.exists('/proc/1') and not os.path.exists('/dev/null'), 'host /proc or /dev visible'\n"
-    "try:\n"
+    "assert not os.environ.get('" + TRUST_ENV + "'), 'environment leaked'\n"
+    "sys.stdout.write('" + _PROBE_OK + "')\n"
+    "sys.stdout.flush()\n"
+    "try:\n"  # the seccomp filter must kill the process right here
     "    pid = os.fork()\n"
-    "except OSError:\n"
-    "    pid = -1\n"
+    "except OSError as exc:\n"
+    "    sys.exit(f'fork failed without a kill: {exc}')\n"
     "if pid == 0:\n"
     "    os._exit(0)\n"
-    "assert pid == -1, 'a new process could be started'\n"
-    "assert not os.environ.get('" + TRUST_ENV + "'), 'environment leaked'\n"
-    "sys.stdout.write('toolgym-sandbox-ok')\n"
+    "sys.exit('a new process could be started')\n"
 )
+_SIGSYS_EXIT = 128 + signal.SIGSYS  # bwrap's exit status for a child killed by SIGSYS
 
 
 _probed: dict[tuple[str, str], tuple[Bwrap | None, str]] = {}
@@ -297,7 +308,7 @@ def _probe_once(binary: str, executable: str) -> tuple[Bwrap | None, str]:
     finally:
         if fd is not None:
             os.close(fd)
-    if probe.returncode != 0 or probe.stdout != "toolgym-sandbox-ok":
+    if probe.returncode != _SIGSYS_EXIT or probe.stdout != _PROBE_OK:
         detail = (probe.stderr or probe.stdout).strip().splitlines()
         return None, f"bwrap cannot create its sandbox here: {detail[-1] if detail else f'exit code {probe.returncode}'}"
     return bwrap, ""

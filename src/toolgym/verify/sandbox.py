@@ -8,12 +8,16 @@ unprivileged uid without capabilities, an empty environment, a read-only filesys
 small tmpfs, no new processes, kernel limits on memory, CPU and file size). Where that sandbox
 cannot be had, verifier code is refused unless the user accepted the risk (`--trust-verifiers`).
 
-The verdict is read here, outside the child, from what it printed on stdout: one JSON object,
-parsed strictly. The child controls its own output, so a "valid 1" is worth only what the
-isolation makes it: whatever the code did, it could do nothing outside. Anything else — a
-non-zero exit, a signal, a timeout, a malformed or oversized result, a crash, a memory blow-up,
-a syntax error, no `validate_task`, a return value that is not a score — becomes
-`Verdict.failure(...)` with its cause, never a reward of 0.
+Rules are decided where the verifier cannot reach them. A forbidden system call is killed by
+the seccomp filter (SIGSYS); a rule the audit hook sees ends the process with VIOLATION_EXIT
+before control returns to the verifier (`sandbox_rules.py`); loading a blocked native module
+opens a stand-in file the kernel reports to this process (`module_watch.py`). A result is read
+only from a child that exited 0 on its own with no blocked module loaded: one JSON object on its
+stdout, parsed strictly (`sandbox_result.py`). The child controls that output, so a "valid 1" is
+worth only what the isolation makes it: whatever the code did, it could do nothing outside, and
+it broke no rule. Anything else (a broken rule, a non-zero exit, a signal, a timeout, a malformed
+or oversized result, a crash, a memory blow-up, a syntax error, no `validate_task`, a return value
+that is not a score) becomes `Verdict.failure(...)` with its cause, never a reward of 0.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import math
 import os
 import select
 import shutil
@@ -34,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.envs.environment import Environment
-from toolgym.schema import CheckResult, Verdict
+from toolgym.schema import Verdict
 from toolgym.verify.fleet_api import FLEET_API_FILES
 from toolgym.verify.isolation import (
     TRUST_ENV,
@@ -50,6 +53,9 @@ from toolgym.verify.isolation import (
     trust_verifiers,
     verifiers_trusted,
 )
+from toolgym.verify.module_watch import ModuleWatch
+from toolgym.verify.sandbox_result import verdict_from_result, verdict_from_return
+from toolgym.verify.sandbox_rules import VIOLATION_EXIT, VIOLATION_MARKER
 
 __all__ = [
     "CHILD_SCRIPT",
@@ -65,12 +71,10 @@ __all__ = [
 ]
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
+RULES_FILE = "sandbox_rules.py"  # the audit hook, loaded by the child from its own folder
 FILE_LIMIT_MB = 16  # the most a verifier may write: per file, and its whole scratch tmpfs
 MAX_RESULT_BYTES = 1024 * 1024  # the child's one JSON line; anything larger is an error
 _TAIL = 600
-_ERROR_KINDS = frozenset(
-    {"syntax", "missing_function", "memory", "assertion", "setup", "bad_signature", "bad_return", "exception"}
-)
 
 
 @functools.cache
@@ -143,121 +147,6 @@ def _tail(path: Path) -> str:
         return ""
 
 
-def _count(value: Any, name: str) -> int:
-    if isinstance(value, list | tuple):
-        return len(value)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    raise ValueError(f"'{name}' must be a count or a list, got {value!r}")
-
-
-def _check(passed: bool, detail: str) -> CheckResult:
-    return CheckResult(kind="python_verifier", label="validate_task", passed=passed, weight=1.0, detail=detail)
-
-
-def _score_verdict(number: Any, printed: str) -> Verdict:
-    if (
-        isinstance(number, bool) or not isinstance(number, int | float) or not math.isfinite(number)
-        or not 0.0 <= number <= 1.0
-    ):
-        return Verdict.failure(f"verifier returned {number!r}; a score must be a number in [0, 1]")
-    reward = 1.0 if number >= 1.0 else 0.0
-    return Verdict(reward=reward, partial_score=float(number), checks=[_check(reward >= 1.0, f"validate_task returned {number!r}{printed}")])
-
-
-def verdict_from_return(value: dict[str, Any], stdout: str = "") -> Verdict:
-    """The rules for what a verifier may return.
-
-    int 0/1 or bool → reward 0/1. A float in [0, 1], or a dict with `score`, is a partial score
-    (reward 1 only at 1.0). A dict with `successes` / `errors` (counts or lists) is Fleet's
-    partial-credit form: partial_score = successes / (successes + errors), reward 1 iff no errors.
-    """
-    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-        return Verdict.failure("verifier sandbox returned a malformed result: the value has no type")
-    kind = value["type"]
-    printed = f"; printed: {stdout[-200:].strip()!r}" if isinstance(stdout, str) and stdout.strip() else ""
-    if kind in ("bool", "int"):
-        number = value.get("value")
-        if kind == "bool" and not isinstance(number, bool):
-            return Verdict.failure("verifier sandbox returned a malformed result: a bool that is not true/false")
-        if kind == "int" and (isinstance(number, bool) or not isinstance(number, int)):
-            return Verdict.failure("verifier sandbox returned a malformed result: an int that is not an integer")
-        if number not in (0, 1):
-            return Verdict.failure(f"verifier returned {number!r}; an int score must be 0 or 1")
-        reward = float(number)
-        return Verdict(reward=reward, partial_score=reward, checks=[_check(bool(number), f"validate_task returned {number!r}{printed}")])
-    if kind == "dict":
-        body = value.get("value")
-        if not isinstance(body, dict):
-            return Verdict.failure("verifier sandbox returned a malformed result: a dict value that is not an object")
-        if "successes" in body or "errors" in body:
-            try:
-                successes = _count(body.get("successes", 0), "successes")
-                errors = _count(body.get("errors", 0), "errors")
-            except ValueError as exc:
-                return Verdict.failure(f"verifier returned a bad partial-credit dict: {exc}")
-            if successes + errors == 0:
-                return Verdict.failure("verifier returned a partial-credit dict with no successes and no errors")
-            partial = successes / (successes + errors)
-            listed = body.get("errors") if isinstance(body.get("errors"), list) else []
-            detail = f"{successes} of {successes + errors} verifier checks passed"
-            if listed:
-                detail += "; errors: " + "; ".join(str(e) for e in listed[:5])
-            return Verdict(reward=1.0 if errors == 0 else 0.0, partial_score=partial, checks=[_check(errors == 0, detail[:2000] + printed)])
-        if "score" in body:
-            score = body["score"]
-            if isinstance(score, bool) or not isinstance(score, int | float):
-                return Verdict.failure(f"verifier returned score {score!r}; want a number in [0, 1]")
-            return _score_verdict(float(score), printed)
-        return Verdict.failure(f"verifier returned a dict without 'score' or 'successes'/'errors': keys {sorted(body)[:20]}")
-    if kind == "float":
-        return _score_verdict(value.get("value"), printed)
-    if kind == "none":
-        return Verdict.failure("verifier returned None; validate_task must return 1/0, a score in [0, 1] or {successes, errors}")
-    return Verdict.failure(f"verifier returned a {kind[:80]} ({str(value.get('repr', ''))[:300]}); want int 0/1, bool, float in [0, 1] or a dict")
-
-
-def _text(value: Any, limit: int = 2000) -> str:
-    return value[:limit] if isinstance(value, str) else ""
-
-
-def _verdict_from_result(result: dict[str, Any], memory_mb: int) -> Verdict:
-    """Strictly read the child's one JSON object. It reports blocked operations too: trusting a report that can
-    only turn a verdict into an error is safe; what it says of a success is worth only what the isolation makes it."""
-    violations = result.get("violations") or []
-    if not isinstance(violations, list):
-        return Verdict.failure("verifier sandbox returned a malformed result: 'violations' is not a list")
-    if violations:
-        return Verdict.failure("verifier tried a blocked operation: " + "; ".join(_text(v, 300) for v in violations[:3]))
-    status = result.get("status")
-    if status == "ok":
-        return verdict_from_return(result.get("value"), _text(result.get("stdout")))  # type: ignore[arg-type]
-    if status != "error" or result.get("kind") not in _ERROR_KINDS:
-        return Verdict.failure("verifier sandbox returned a malformed result: unknown status or error kind")
-    kind = result["kind"]
-    line = result.get("line")
-    where = f" at verifier line {line}" if isinstance(line, int) and not isinstance(line, bool) and line > 0 else ""
-    message = _text(result.get("message"))
-    exception = _text(result.get("exception"), 200) or "Exception"
-    if kind == "syntax":
-        return Verdict.failure(f"verifier has a syntax error: {message}")
-    if kind == "missing_function":
-        return Verdict.failure(f"verifier error: {message}")
-    if kind == "memory":
-        return Verdict.failure(f"verifier exceeded its memory limit of {memory_mb} MB{where}")
-    if kind == "assertion":
-        # Fleet's diff helpers signal a failed invariant by raising AssertionError: that is a
-        # verdict about the episode (reward 0), not a broken verifier.
-        detail = f"assertion failed{where}: {message}"[:1500]
-        return Verdict(reward=0.0, partial_score=0.0, checks=[_check(False, detail)])
-    if kind == "setup":
-        return Verdict.failure(f"verifier sandbox failed to start: {exception}: {message}")
-    if kind in ("bad_signature", "bad_return"):
-        return Verdict.failure(f"verifier error: {message}")
-    stage = {"load": " while loading", "call": ""}.get(_text(result.get("stage"), 20), "")
-    return Verdict.failure(f"verifier crashed{stage}{where}: {exception}: {message}"[:2000])
-
-
 def _signal_name(number: int) -> str:
     return signal.Signals(number).name if number in signal.valid_signals() else str(number)
 
@@ -311,7 +200,7 @@ def run_python_verifier(
             return Verdict.failure(scrub(f"verifier sandbox could not snapshot the databases: {type(exc).__name__}: {exc}") or "")
         (inputs / "verifier.py").write_text(code, encoding="utf-8")
         shutil.copyfile(CHILD_SCRIPT, inputs / CHILD_SCRIPT.name)  # the child loads the API from its own folder
-        for name in FLEET_API_FILES:
+        for name in (RULES_FILE, *FLEET_API_FILES):
             shutil.copyfile(CHILD_SCRIPT.with_name(name), inputs / name)
         spec = {
             "code_file": "verifier.py",
@@ -329,8 +218,8 @@ def run_python_verifier(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _launch(bwrap: Bwrap | None, inputs: Path, out: Any, err: Any) -> subprocess.Popen[bytes]:
-    """bwrap around the child (strong), or the child with the weak in-process hook (only when trusted)."""
+def _launch(bwrap: Bwrap | None, inputs: Path, binds: list[str], out: Any, err: Any) -> subprocess.Popen[bytes]:
+    """bwrap around the child (strong), or the child with only its audit hook (weak, and only when trusted)."""
     common: dict[str, Any] = {"stdin": subprocess.DEVNULL, "stdout": out, "stderr": err, "start_new_session": True}
     if bwrap is None:
         child = str(inputs / CHILD_SCRIPT.name)
@@ -339,7 +228,7 @@ def _launch(bwrap: Bwrap | None, inputs: Path, out: Any, err: Any) -> subprocess
         return subprocess.Popen(command, cwd=inputs, env=child_env, close_fds=True, **common)
     fd = seccomp_fd()
     try:
-        command = bwrap_command(bwrap, inputs, CHILD_SCRIPT.name, FILE_LIMIT_MB, fd)
+        command = bwrap_command(bwrap, inputs, CHILD_SCRIPT.name, FILE_LIMIT_MB, fd, binds)
         return subprocess.Popen(
             command, cwd="/", env=bwrap_env(), close_fds=True, pass_fds=() if fd is None else (fd,), **common
         )
@@ -363,33 +252,32 @@ def _wait(process: subprocess.Popen[bytes], timeout_s: float) -> int:
     return process.wait()
 
 
-def _run_child(bwrap: Bwrap | None, scratch: Path, inputs: Path, timeout_s: float, memory_mb: int) -> Verdict:
-    stdout_path, stderr_path = scratch / "child.stdout", scratch / "child.stderr"  # outside the sandbox's view
-    started = time.monotonic()
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        try:
-            process = _launch(bwrap, inputs, out, err)
-        except OSError as exc:
-            return Verdict.failure(f"verifier sandbox could not start: {exc}")
-        try:
-            returncode = _wait(process, timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)  # bwrap's death takes down its PID namespace (--die-with-parent)
-            process.wait()
-            _await_exit(scratch)
-            return Verdict.failure(f"verifier timed out after {timeout_s:g}s (its process group was killed)")
-        finally:
-            _kill_group(process)  # nothing the verifier started may outlive it
-    elapsed = time.monotonic() - started
+def _rule_broken(stderr_path: Path) -> str:
+    """The rule the hook named on its last line before it ended the process (text only: the exit status decided)."""
+    lines = [line for line in _tail(stderr_path).splitlines() if line.startswith(VIOLATION_MARKER)]
+    return lines[-1][len(VIOLATION_MARKER):].strip() if lines else "(the rule's name was not written)"
+
+
+def _exit_verdict(returncode: int, bwrap: Bwrap | None, stderr_path: Path, limits: tuple[float, int], elapsed: float) -> Verdict | None:
+    """The verdict a non-zero exit gives, or None for an exit 0: only then is a result read."""
+    timeout_s, memory_mb = limits
+    if returncode == 0:
+        return None
+    if returncode == VIOLATION_EXIT:
+        return Verdict.failure(f"verifier broke a sandbox rule: {_rule_broken(stderr_path)}")
+    if returncode in (-signal.SIGSYS, 128 + signal.SIGSYS):  # under bwrap a signal N comes back as 128 + N
+        return Verdict.failure(f"verifier broke a sandbox rule: a forbidden system call (the seccomp filter killed it after {elapsed:.2f}s)")
     if returncode < 0:
         return _died(_signal_name(-returncode), timeout_s, memory_mb, elapsed)
     if bwrap is not None and returncode > 128:  # bwrap reports a child killed by signal N as 128 + N
         return _died(_signal_name(returncode - 128), timeout_s, memory_mb, elapsed)
-    if returncode != 0:
-        stderr = _tail(stderr_path)
-        if "MemoryError" in stderr:
-            return Verdict.failure(f"verifier exceeded its memory limit of {memory_mb} MB")
-        return Verdict.failure(f"verifier process exited with code {returncode} and no result: {stderr or '(no output)'}")
+    stderr = _tail(stderr_path)
+    if "MemoryError" in stderr:
+        return Verdict.failure(f"verifier exceeded its memory limit of {memory_mb} MB")
+    return Verdict.failure(f"verifier process exited with code {returncode} and no result: {stderr or '(no output)'}")
+
+
+def _read_result(stdout_path: Path, stderr_path: Path, memory_mb: int) -> Verdict:
     try:
         size = stdout_path.stat().st_size
         if size > MAX_RESULT_BYTES:
@@ -405,4 +293,42 @@ def _run_child(bwrap: Bwrap | None, scratch: Path, inputs: Path, timeout_s: floa
         return Verdict.failure(f"verifier sandbox returned a malformed result (one JSON object expected): {exc}"[:500])
     if not isinstance(result, dict):
         return Verdict.failure("verifier sandbox returned a result that is not an object")
-    return _verdict_from_result(result, memory_mb)
+    return verdict_from_result(result, memory_mb)
+
+
+def _run_child(bwrap: Bwrap | None, scratch: Path, inputs: Path, timeout_s: float, memory_mb: int) -> Verdict:
+    if bwrap is None:
+        return _supervise(None, None, scratch, inputs, (timeout_s, memory_mb))
+    try:
+        watch = ModuleWatch(scratch / "stubs")  # outside the sandbox's view, like the output files
+    except OSError as exc:
+        return Verdict.failure(f"verifier sandbox could not watch its blocked modules: {exc}")
+    with watch:
+        verdict = _supervise(bwrap, watch, scratch, inputs, (timeout_s, memory_mb))
+        loaded = watch.opened()  # read after the child is gone: every open it made is queued by now
+    if loaded:
+        return Verdict.failure(f"verifier broke a sandbox rule: it loaded the blocked module {', '.join(loaded)}")
+    return verdict
+
+
+def _supervise(bwrap: Bwrap | None, watch: ModuleWatch | None, scratch: Path, inputs: Path, limits: tuple[float, int]) -> Verdict:
+    """Start the child, wait for it within its time limit, and judge how it ended."""
+    timeout_s, memory_mb = limits
+    stdout_path, stderr_path = scratch / "child.stdout", scratch / "child.stderr"  # outside the sandbox's view
+    started = time.monotonic()
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        try:
+            process = _launch(bwrap, inputs, [] if watch is None else watch.bind_args(), out, err)
+        except OSError as exc:
+            return Verdict.failure(f"verifier sandbox could not start: {exc}")
+        try:
+            returncode = _wait(process, timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)  # bwrap's death takes down its PID namespace (--die-with-parent)
+            process.wait()
+            _await_exit(scratch)
+            return Verdict.failure(f"verifier timed out after {timeout_s:g}s (its process group was killed)")
+        finally:
+            _kill_group(process)  # nothing the verifier started may outlive it
+    ended = _exit_verdict(returncode, bwrap, stderr_path, limits, time.monotonic() - started)
+    return ended if ended is not None else _read_result(stdout_path, stderr_path, memory_mb)

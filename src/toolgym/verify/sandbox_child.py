@@ -1,13 +1,12 @@
-"""The verifier sandbox's child process: resource limits, an audit hook, then `validate_task`.
+"""The verifier sandbox's child process: resource limits, the audit hook, then `validate_task`.
 
 Run by `toolgym.verify.sandbox` as `python -I -S sandbox_child.py INPUT_DIR WORK_DIR`, normally
 inside bubblewrap (standard library only; nothing from toolgym is importable here). It reads
 INPUT_DIR/input.json, runs the task's verifier against read-only copies of the seed and current
-databases with WORK_DIR as its scratch space, and writes one JSON object — what the verifier
-returned, or why it failed — to its original stdout, which is kept away from the verifier's own
-prints. The kernel-level sandbox around this process is the security boundary; the audit hook
-installed here is a diagnostic that names what a verifier tried (and the only guard in the weak
-mode a user must opt into): code in this process can switch it off.
+databases with WORK_DIR as its scratch space, and writes one JSON object (what the verifier
+returned, or why it failed) to its original stdout, kept away from the verifier's own prints.
+Nothing here decides that a rule was broken: the hook (`sandbox_rules.py`) and the kernel end the
+process when one is, and the parent reads that from its exit status.
 """
 
 from __future__ import annotations
@@ -28,137 +27,6 @@ from typing import Any
 VERIFIER_FILENAME = "<verifier>"
 FLEET_PACKAGE = "toolgym_fleet"  # the name this folder is imported under, for the fleet_*.py files
 
-# Events refused outright (prefix match on the audit event name).
-_BLOCKED_EVENTS = (
-    "socket.",
-    "ctypes.",
-    "subprocess.",
-    "os.system",
-    "os.exec",
-    "os.spawn",
-    "os.posix_spawn",
-    "os.fork",
-    "os.kill",
-    "os.startfile",
-    "pty.",
-    "signal.pthread_kill",
-    "resource.setrlimit",
-    "resource.prlimit",
-    "sqlite3.enable_load_extension",
-    "sqlite3.load_extension",
-    "urllib.Request",
-    "webbrowser.open",
-    "sys.remote_exec",
-)
-# Modules whose import is refused: networking, processes and native-code loading.
-_BLOCKED_IMPORTS = frozenset(
-    {
-        "socket", "_socket", "ssl", "_ssl", "subprocess", "_posixsubprocess", "multiprocessing",
-        "_multiprocessing", "ctypes", "_ctypes", "pty", "asyncio", "concurrent",
-    }
-)
-# Filesystem-changing events: (positions of path arguments, positions of dir_fd arguments).
-# Every path must lie inside the work directory; dir_fd-relative forms are refused outright.
-_PATH_EVENTS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
-    "os.remove": ((0,), (1,)),
-    "os.rmdir": ((0,), (1,)),
-    "os.mkdir": ((0,), (2,)),
-    "os.rename": ((0, 1), (2, 3)),
-    "os.truncate": ((0,), ()),
-    "os.chmod": ((0,), (2,)),
-    "os.chown": ((0,), (3,)),
-    "os.utime": ((0,), (3,)),
-    "os.chflags": ((0,), ()),
-    "os.lchflags": ((0,), ()),
-    "os.setxattr": ((0,), ()),
-    "os.removexattr": ((0,), ()),
-    "shutil.rmtree": ((0,), (1,)),
-}
-# Links could point a later write outside; changing directory would move the base of relative paths.
-_ALWAYS_REFUSED = ("os.symlink", "os.link", "os.chdir")
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
-
-
-class Sandbox:
-    """The audit hook: decides each event, and remembers what it refused."""
-
-    def __init__(self, root: str) -> None:
-        self.root = os.path.realpath(root)
-        self.violations: list[str] = []
-        self.active = False
-        self._busy = False  # the hook's own filesystem calls must not re-enter it
-
-    def inside(self, path: Any) -> bool:
-        try:
-            resolved = os.path.realpath(os.fsdecode(path))
-        except (TypeError, ValueError):
-            return False
-        return resolved == self.root or resolved.startswith(self.root + os.sep)
-
-    def refuse(self, what: str) -> None:
-        self.violations.append(what)
-        raise PermissionError(f"blocked by the verifier sandbox: {what}")
-
-    def hook(self, event: str, args: tuple[Any, ...]) -> None:
-        if not self.active or self._busy:
-            return
-        self._busy = True
-        try:
-            self._decide(event, args)
-        finally:
-            self._busy = False
-
-    def _decide(self, event: str, args: tuple[Any, ...]) -> None:
-        if event == "import":
-            root_module = str(args[0]).split(".")[0]
-            if root_module in _BLOCKED_IMPORTS:
-                raise ImportError(f"blocked by the verifier sandbox: import of {args[0]!r} (no network, processes or native code)")
-            return
-        if event == "open":
-            self._check_open(args)
-            return
-        if event.startswith(_BLOCKED_EVENTS):
-            self.refuse(event)
-        if event == "sqlite3.connect":
-            # The task's databases were opened before the hook went live. A new connection could
-            # ATTACH or VACUUM INTO a file anywhere, past the open() checks, so there are none.
-            self.refuse("sqlite3.connect: read the task's databases through env.db(...); other connections are blocked")
-        if event in _ALWAYS_REFUSED:
-            self.refuse(event)
-        rule = _PATH_EVENTS.get(event)
-        if rule is not None:
-            paths, dir_fds = rule
-            for position in dir_fds:
-                descriptor = args[position] if position < len(args) else None
-                if isinstance(descriptor, int) and descriptor >= 0:  # None / -1 mean "no dir_fd"
-                    self.refuse(f"{event} relative to a directory descriptor")
-            for position in paths:
-                value = args[position] if position < len(args) else None
-                if isinstance(value, int) and event == "os.truncate":
-                    continue  # truncating needs a descriptor opened for writing, which was checked
-                if value is None or isinstance(value, int) or not self.inside(value):
-                    self.refuse(f"{event}({value!r}) outside the work directory")
-
-    def _check_open(self, args: tuple[Any, ...]) -> None:
-        path, mode, flags = [*args, None, None, None][:3]
-        if isinstance(path, int):
-            return  # an existing descriptor
-        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-            isinstance(flags, int) and flags & _WRITE_FLAGS
-        )
-        if writing:
-            if not self.inside(path):
-                self.refuse(f"open({path!r}, {mode or flags!r}) for writing outside the work directory")
-            return
-        # A directory descriptor from outside would let dir_fd-relative calls escape the checks.
-        try:
-            is_dir = os.path.isdir(os.fsdecode(path))
-        except (TypeError, ValueError):
-            is_dir = False
-        if is_dir and not self.inside(path):
-            self.refuse(f"open({path!r}) of a directory outside the work directory")
-
-
 def set_limits(memory_mb: int, timeout_s: float, file_mb: int) -> None:
     """Kernel limits, set before any task code runs and never raisable by it (no capabilities, hard = soft):
     address space, CPU seconds (a backstop to the parent's timer), file size, no children (the
@@ -174,15 +42,16 @@ def set_limits(memory_mb: int, timeout_s: float, file_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 
 
-def load_fleet_api() -> types.ModuleType:
-    """toolgym's Fleet verifier API, loaded from the fleet_*.py files beside this script.
+def load_sibling(name: str) -> types.ModuleType:
+    """One of toolgym's modules copied beside this script (the Fleet API, the sandbox's rules).
 
     toolgym itself is not importable here, so this folder stands in as a package named FLEET_PACKAGE:
     fleet_api.py's relative imports of its sibling files resolve inside it."""
-    package = types.ModuleType(FLEET_PACKAGE)
-    package.__path__ = [os.path.dirname(os.path.abspath(__file__))]
-    sys.modules[FLEET_PACKAGE] = package
-    return importlib.import_module(f"{FLEET_PACKAGE}.fleet_api")
+    if FLEET_PACKAGE not in sys.modules:
+        package = types.ModuleType(FLEET_PACKAGE)
+        package.__path__ = [os.path.dirname(os.path.abspath(__file__))]
+        sys.modules[FLEET_PACKAGE] = package
+    return importlib.import_module(f"{FLEET_PACKAGE}.{name}")
 
 
 def verifier_decorator(*args: Any, **kwargs: Any) -> Any:
@@ -279,15 +148,14 @@ def run(input_dir: str, workdir: str) -> dict[str, Any]:
         app: {which: os.path.join(input_dir, name) for which, name in files.items()}
         for app, files in spec["databases"].items()
     }
-    api = load_fleet_api()
+    api = load_sibling("fleet_api")
+    rules = load_sibling("sandbox_rules")
     env = api.VerifierEnv(databases, spec.get("env_variables") or {})
     helpers = install_fleet_modules(api, type(env))
     set_limits(int(spec["memory_mb"]), float(spec["timeout_s"]), int(spec["file_mb"]))
 
     env.open_all()  # before the hook: afterwards no SQLite connection may be opened
-    sandbox = Sandbox(workdir)
-    sys.addaudithook(sandbox.hook)
-    sandbox.active = True
+    rules.install(workdir)
     captured = io.StringIO()
     real_stdout, real_stderr = sys.stdout, sys.stderr
     stage = "compile"
@@ -342,7 +210,6 @@ def run(input_dir: str, workdir: str) -> dict[str, Any]:
         sys.stdout, sys.stderr = real_stdout, real_stderr
         env.close()
         ANNEX["stdout"] = captured.getvalue()[-2000:]
-        ANNEX["violations"] = list(sandbox.violations)
 
 
 ANNEX: dict[str, Any] = {}
