@@ -292,3 +292,52 @@ def test_a_bom_and_crlf_lines_read_as_rows(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + line({"a": 1}) + b"\r\n" + line({"b": "\u2028"}) + b"\r\n")
     assert list(iter_lines(path)) == [(1, {"a": 1}), (2, {"b": "\u2028"})]
+
+
+# -- whole files: an MCP env profile, a tau2 split file ----------------------------------------------
+
+# (file name, bytes, what the error says after "PATH: ")
+PROFILE_FAULTS = {
+    "deep.json": (DEEP_ARRAY, f"invalid JSON: nested deeper than {MAX_DEPTH} levels"),
+    "deep-object.json": (DEEP_OBJECT, f"invalid JSON: nested deeper than {MAX_DEPTH} levels"),
+    "deep.toml": (b"server = " + DEEP_ARRAY, f"invalid TOML: nested deeper than {MAX_DEPTH} levels"),
+    "deep-table.toml": (b"server = " + b"{a = " * 100_000, f"invalid TOML: nested deeper than {MAX_DEPTH} levels"),
+    "broken.json": (b'{\n  "server": "x",\n}\n', "line 3 column 1: invalid JSON: Expecting property name"),
+    "broken.toml": (b'server = "x"\nhidden_tools = [,]\n', "line 2 column 17: invalid TOML: Invalid value"),
+}
+
+
+@pytest.fixture(scope="module")
+def booking_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real tasks.jsonl for `toolgym rollout`, which reads the tasks before the --env-mcp specs."""
+    from toolgym.dataset.build import BuildConfig, generate_app_tasks
+    from toolgym.envs import get_app
+    from toolgym.schema.jsonl import write_jsonl
+
+    path = tmp_path_factory.mktemp("tasks") / "tasks.jsonl"
+    write_jsonl(path, generate_app_tasks(get_app("booking"), BuildConfig(tasks_per_family=1))[:1])
+    return path
+
+
+@pytest.mark.parametrize("name", list(PROFILE_FAULTS))
+def test_a_bad_env_mcp_profile_is_named_by_file_not_a_traceback(tmp_path: Path, booking_tasks: Path,
+                                                                name: str) -> None:
+    raw, message = PROFILE_FAULTS[name]
+    profile = tmp_path / name
+    profile.write_bytes(raw)
+    code, text = run("rollout", "--tasks", str(booking_tasks), "--policy", "oracle", "--out", str(tmp_path / "run"),
+                     "--env-mcp", f"booking=profile:{profile}", "--no-progress")
+    assert code == 2, text
+    assert says(text, f"MCP env profile {profile}: {message}"), text
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["beside the tasks", "--splits"])
+def test_a_deep_tau2_split_file_is_named_by_file_not_a_traceback(tmp_path: Path, given: bool) -> None:
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text("[]", encoding="utf-8")
+    splits = tmp_path / ("my_splits.json" if given else "split_tasks.json")
+    splits.write_bytes(DEEP_OBJECT)
+    code, text = run("tasks", "import", "--format", "tau2", str(tasks), "--out", str(tmp_path / "out"),
+                     *(["--splits", str(splits)] if given else []))
+    assert code == 2, text
+    assert says(text, f"{splits}: invalid JSON: nested deeper than {MAX_DEPTH} levels"), text

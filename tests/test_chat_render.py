@@ -193,5 +193,5 @@ def test_load_prompt_style(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"toolgym.json: field 'prompt_style' must be one of full, compact"):
         load_prompt_style(tmp_path)
     (tmp_path / "toolgym.json").write_text("{oops")
-    with pytest.raises(ValueError, match=r"toolgym.json: invalid JSON at line 1"):
+    with pytest.raises(ValueError, match=r"toolgym.json: line 1 column 2: invalid JSON: "):
         load_prompt_style(tmp_path)

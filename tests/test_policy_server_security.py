@@ -270,6 +270,53 @@ def test_malformed_messages_and_tools_are_400_naming_where(
     assert error["param"] == param and param in error["message"]
 
 
+LONE = "\ud800"  # a lone surrogate: json.dumps writes it as the escape `\ud800`, valid JSON but not text
+CHAT, COMPLETIONS = "chat/completions", "completions"
+# (path, fields replacing the base body's, the field the refusal names).
+LONE_SURROGATES: list[tuple[str, dict[str, Any], str]] = [
+    (CHAT, {"messages": [{"role": "user", "content": LONE}]}, "messages[0].content"),
+    (CHAT, {"messages": [{"role": "user", "content": [{"type": "text", "text": "a" + LONE}]}]},
+     "messages[0].content[0].text"),
+    (CHAT, {"messages": [{"role": "user", "name": LONE, "content": "hi"}]}, "messages[0].name"),
+    (CHAT, {"messages": [{"role": "assistant", "content": "hi", "reasoning_content": LONE}]},
+     "messages[0].reasoning_content"),
+    (CHAT, {"tools": [{"type": "function", "function": {"name": "f", "description": LONE}}]},
+     "tools[0].function.description"),
+    (CHAT, {"tools": [{"type": "function", "function": {"name": "f" + LONE}}]}, "tools[0].function.name"),
+    (CHAT, {"tools": [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"a": {"type": "string", "enum": ["x" + LONE]}}}}}]},
+     "tools[0].function.parameters.properties.a.enum[0]"),
+    (CHAT, {"tools": [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {LONE: {"type": "string"}}}}}]}, "tools[0].function.parameters.properties"),
+    (CHAT, {"stop": ["ok", LONE]}, "stop[1]"),
+    (COMPLETIONS, {"prompt": "notes " + LONE}, "prompt"),
+    (COMPLETIONS, {"prompt": ["fine", LONE]}, "prompt[1]"),
+]
+
+
+@pytest.mark.parametrize(("path", "fields", "param"), LONE_SURROGATES, ids=[p for _, _, p in LONE_SURROGATES])
+def test_a_lone_surrogate_in_any_text_field_is_a_400_naming_it(
+    server: PolicyServer, path: str, fields: dict[str, Any], param: str
+) -> None:
+    base: dict[str, Any] = {"model": server.model, "max_tokens": 1}
+    base.update({"messages": [{"role": "user", "content": "hi"}]} if path == CHAT else {"prompt": "hi"})
+    body = json.dumps({**base, **fields}).encode()
+    assert b"\\ud800" in body
+    error = _refusal(httpx.post(f"{server.url}/{path}", content=body, headers=JSON, timeout=60))
+    assert error["param"] == param
+    assert error["message"].startswith(f"{param}: ") and "lone surrogate escape" in error["message"]
+
+
+def test_a_lone_surrogate_inside_tool_call_arguments_is_a_400_naming_the_argument(server: PolicyServer) -> None:
+    """The arguments are JSON text inside the body: their own escape decodes to the surrogate."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"city": "\\ud800"}'}}
+    body = {"model": server.model, "max_tokens": 1,
+            "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [call]}]}
+    error = _refusal(httpx.post(f"{server.url}/{CHAT}", json=body, timeout=60))
+    assert error["param"] == "messages[1].tool_calls[0].function.arguments"
+    assert "field 'city': a lone surrogate" in error["message"]
+
+
 def test_unknown_paths_and_methods_get_openai_errors(server: PolicyServer) -> None:
     assert _refusal(httpx.get(f"{server.url}/nothing", timeout=10), 404)["message"] == "Not Found"
     assert _refusal(httpx.get(f"{server.url}/completions", timeout=10), 405)["type"] == "invalid_request_error"

@@ -8,12 +8,12 @@ what the sampler saw (docs/architecture.md, "token-in/token-out"), whatever the 
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from toolgym.schema import Message, Task, ToolSpec
+from toolgym.schema.documents import read_json
 
 PromptStyle = Literal["full", "compact"]
 PROMPT_STYLES: tuple[PromptStyle, ...] = ("full", "compact")
@@ -45,10 +45,7 @@ def read_model_config(model_dir: str | Path | None) -> dict[str, Any]:
     path = Path(model_dir) / MODEL_CONFIG_FILE
     if not path.is_file():
         return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    data = read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
     return data

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError, field_validator
 
+from toolgym.schema import documents
 from toolgym.schema.section import Section as Section  # defined at the bottom layer, for the agent's limits
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -92,36 +93,15 @@ def format_validation_error(source: str, error: ValidationError, model: type[Bas
     return "\n".join(out)
 
 
-def _key_lines(node: Any, prefix: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> None:
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            path = (*prefix, str(key.value))
-            lines[path] = key.start_mark.line + 1
-            _key_lines(value, path, lines)
-
-
 def read_yaml_lines(path: str | Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
     """A YAML mapping and the line of each key path; a parse error names the file, line and column."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: no such config file")
-    raw = path.read_bytes()
     try:
-        text = raw.decode("utf-8")
-        data = yaml.safe_load(text)
-        lines: dict[tuple[str, ...], int] = {}
-        _key_lines(yaml.compose(text, Loader=yaml.SafeLoader), (), lines)
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(f"{path}: line {line}: invalid UTF-8: byte 0x{raw[exc.start]:02x}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}:{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from exc
-    except RecursionError:  # the YAML composer recurses once per nesting level
-        raise ConfigError(f"{path}: invalid YAML: nested too deeply") from None
-    except ValueError as exc:  # an integer past Python's digit limit
-        raise ConfigError(f"{path}: invalid YAML: {str(exc).split(':')[0]}") from None
+        data, lines = documents.read_yaml(path)
+    except documents.FileError as exc:
+        raise ConfigError(str(exc)) from None
     if data is None:
         return {}, lines
     if not isinstance(data, dict):

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import toolgym
-from toolgym.schema.jsonl import BadJson, jsonl_in, loads
+from toolgym.schema.documents import read_json
+from toolgym.schema.jsonl import jsonl_in
 
 TASKS_FILE = "tasks.jsonl"
 
@@ -56,10 +57,7 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     path = Path(directory) / "manifest.json"
     if not path.exists():
         return {}
-    try:
-        data = loads(path.read_bytes())
-    except BadJson as exc:
-        raise ValueError(f"{path}: {exc.message}") from None
+    data = read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: not a manifest (a JSON object), got {type(data).__name__}")
     return data

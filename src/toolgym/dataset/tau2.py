@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from toolgym.dataset.fleet import RecordError, Reject, TaskImport, iter_records, write_imported
 from toolgym.schema import AnswerContains, Task, ToolCall, ToolCalled, ToolNotCalled, UserScenario
 from toolgym.schema.checks import Check
+from toolgym.schema.documents import read_json
 from toolgym.schema.jsonl import field_path
 from toolgym.schema.task import Split
 
@@ -316,9 +317,9 @@ def record_to_task(
 def read_splits(path: Path) -> dict[str, Split]:
     """tau2 task id → toolgym split from a split_tasks.json ({"train": [...], "test": [...]})."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read the splits: {exc}") from exc
+        data = read_json(path)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the splits: {exc.strerror or exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: the splits must be an object of split name → task ids")
     splits: dict[str, Split] = {}

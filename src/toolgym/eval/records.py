@@ -13,7 +13,6 @@ and shown with its cause (`toolgym.rollout.results.error_cause`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 from toolgym.rollout.results import RESULTS_FILE, error_cause, row_to_episode
 from toolgym.schema import Episode
+from toolgym.schema.documents import read_json
 from toolgym.schema.jsonl import JsonlError, iter_json_rows
 
 TRIAL_PREFIX = "trial-"
@@ -144,7 +144,7 @@ def load_run(path: str | Path, name: str | None = None) -> RunRecords:
         return RunRecords(name=name or path.parent.name, root=path.parent, sampled=read_records(path))
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: no such run folder or results file")
-    run = RunRecords(name=name or path.name, root=path, manifest=read_json(path / "manifest.json"))
+    run = RunRecords(name=name or path.name, root=path, manifest=read_run_json(path / "manifest.json"))
     trial_dirs = sorted((p for p in path.glob(f"{TRIAL_PREFIX}*") if (p / RESULTS_FILE).is_file()),
                         key=lambda p: _trial_order(p.name))
     greedy_file = path / GREEDY_DIR / RESULTS_FILE
@@ -163,12 +163,9 @@ def load_run(path: str | Path, name: str | None = None) -> RunRecords:
     return run
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object file (a run's manifest.json, summary.json), or {} when absent; bad JSON names the file and line."""
+def read_run_json(path: Path) -> dict[str, Any]:
+    """A run's JSON object file (manifest.json, summary.json), or {} when absent; bad JSON names the file and line."""
     if not path.is_file():
         return {}
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: invalid JSON: {exc.msg} at line {exc.lineno}") from exc
+    data = read_json(path)
     return data if isinstance(data, dict) else {}

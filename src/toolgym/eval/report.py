@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.config.report import ReportOptions as ReportOptions
-from toolgym.eval.records import RunRecords, load_run, read_json
+from toolgym.eval.records import RunRecords, load_run, read_run_json
 from toolgym.eval.report_compare import before_after_section, is_control, stage_flips_section
 from toolgym.eval.report_document import Report, render_html, render_markdown
 from toolgym.eval.report_sections import (
@@ -55,8 +55,8 @@ def build_report(run_dir: str | Path, options: ReportOptions | None = None) -> R
     root = Path(run_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: no such run folder")
-    manifest = read_json(root / "manifest.json")
-    summary_json = read_json(root / "summary.json")
+    manifest = read_run_json(root / "manifest.json")
+    summary_json = read_run_json(root / "summary.json")
     report = Report(title=options.title or f"Run {root.resolve().name}", run_dir=root)
     report.teacher = summary_json.get("teacher") if isinstance(summary_json, dict) else None
     report.meta = {

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolgym.eval.records import GREEDY_DIR, TRIAL_PREFIX, is_run_folder, read_json
+from toolgym.eval.records import GREEDY_DIR, TRIAL_PREFIX, is_run_folder, read_run_json
 from toolgym.schema.jsonl import iter_json_rows
 
 STAGE_ORDER = ("untrained", "base", "baseline", "before", "teacher", "random_init", "sft", "rft", "grpo", "after", "final")
@@ -64,7 +64,7 @@ def pipeline_stages(run_dir: Path, summary: dict[str, Any], manifest: dict[str, 
         # a trial's time is part of its eval's, unless the run folder is that eval itself
         if (folder.name.startswith(TRIAL_PREFIX) or folder.name == GREEDY_DIR) and folder.parent != run_dir:
             continue
-        data = read_json(path)
+        data = read_run_json(path)
         seconds = _seconds(data)
         if seconds is not None:
             label = str(folder.relative_to(run_dir))

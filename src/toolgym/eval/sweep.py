@@ -20,7 +20,6 @@ base model. "Checkpoint 0" in the tables is the smallest evaluated step, labelle
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from toolgym.eval.tables import TextTable, format_estimate
 from toolgym.eval.traces import diff_runs
 from toolgym.policy.base import Policy
 from toolgym.schema import Task
+from toolgym.schema.documents import read_json
 
 EVALS_DIR = "evals"
 CHECKPOINTS_DIR = "checkpoints"
@@ -81,10 +81,10 @@ def base_model_of(run_dir: Path, adapter: Path, override: str | Path | None) -> 
         return Path(override)
     manifest = run_dir / "manifest.json"
     if manifest.is_file():
-        base = json.loads(manifest.read_text()).get("base_model")
+        base = read_json(manifest).get("base_model")
         if base:
             return Path(base)
-    config = json.loads((adapter / "adapter_config.json").read_text())
+    config = read_json(adapter / "adapter_config.json")
     base = config.get("base_model_name_or_path")
     if base and Path(base).is_dir():
         return Path(base)

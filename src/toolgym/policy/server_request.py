@@ -8,6 +8,7 @@ The full table of parameters and what the server does with each is in docs/servi
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -16,6 +17,7 @@ from typing import Any, Literal
 from toolgym.policy.base import SamplingParams
 from toolgym.policy.hf import HFPolicy
 from toolgym.schema import Message, ToolSpec
+from toolgym.schema.jsonl import BadJson, check_value
 
 DEFAULT_MAX_TOKENS = 512
 MAX_TEMPERATURE = 2.0  # OpenAI's range; beyond it sampling is close to uniform noise
@@ -89,6 +91,20 @@ def check_model(body: dict[str, Any], served_name: str) -> None:
         if not isinstance(model, str):
             raise BadRequest(f"'model' must be a string; got {shown(model)}", "model")
         raise ModelNotFound(model)
+
+
+def check_text(body: dict[str, Any]) -> None:
+    """Refuse a lone surrogate (`"\\ud800"`: valid JSON, not text) in any string or key, naming its field:
+    neither the tokenizer nor a UTF-8 reply can carry one, so it would otherwise end in a 500."""
+    try:
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+        return
+    except UnicodeEncodeError:
+        pass
+    try:
+        check_value(body)
+    except BadJson as exc:
+        raise BadRequest(f"{exc.field}: {exc.message}" if exc.field else exc.message, exc.field) from None
 
 
 def check_fields(body: dict[str, Any], known: frozenset[str]) -> None:
@@ -275,9 +291,17 @@ def _message(raw: Any, param: str) -> Message:
     fields["role"] = _ROLES[role]  # a developer message is a system message to this model
     fields["content"] = _content(raw.get("content"), param)
     try:
-        return Message.from_openai(fields)
+        message = Message.from_openai(fields)
     except Exception as exc:
         raise BadRequest(f"{param}: {reason(exc)}", param) from exc
+    for index, call in enumerate(message.tool_calls or []):
+        try:  # arguments arrive as JSON text, whose escapes can decode to a lone surrogate
+            check_value(call.arguments)
+        except BadJson as exc:
+            where = f"{param}.tool_calls[{index}].function.arguments"
+            inner = f"field '{exc.field}': " if exc.field else ""
+            raise BadRequest(f"{where}: {inner}{exc.message}", where) from None
+    return message
 
 
 def _tools(body: dict[str, Any]) -> tuple[list[ToolSpec], frozenset[str]]:
@@ -381,6 +405,7 @@ def _refuse_unsupported_chat(body: dict[str, Any]) -> None:
 
 def read_chat(body: dict[str, Any], model_stops: list[str], policy: HFPolicy) -> ChatRequest:
     """The whole chat body checked: anything wrong or unsupported is a BadRequest naming the field."""
+    check_text(body)
     check_fields(body, CHAT_FIELDS)
     raw_messages = body.get("messages")
     if not isinstance(raw_messages, list) or not raw_messages:
@@ -444,6 +469,7 @@ def prompt_list(prompt: Any, policy: HFPolicy) -> list[list[int]]:
 
 def read_completion(body: dict[str, Any], policy: HFPolicy) -> CompletionRequest:
     """The whole completions body checked, as `read_chat` checks a chat body."""
+    check_text(body)
     check_fields(body, COMPLETION_FIELDS)
     if body.get("echo"):
         raise BadRequest("'echo' is not supported: the reply never repeats the prompt", "echo", "unsupported_value")

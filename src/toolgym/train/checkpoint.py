@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from toolgym.chat.render import MODEL_CONFIG_FILE
+from toolgym.schema.documents import read_json
 
 CHECKPOINTS_DIR = "checkpoints"
 STATE_FILE = "trainer_state.json"
@@ -128,7 +129,7 @@ def load_checkpoint(accelerator: Any, path: str | Path) -> dict[str, Any]:
     """Restore model/adapter, optimizer, scheduler and RNG states; returns the trainer state."""
     path = Path(path)
     accelerator.load_state(str(path))
-    return dict(json.loads((path / STATE_FILE).read_text(encoding="utf-8")))
+    return dict(read_json(path / STATE_FILE))
 
 
 def _fsync_dir(path: Path) -> None:

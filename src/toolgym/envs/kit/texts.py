@@ -3,9 +3,10 @@ in the app's `texts/` folder, so the module holds only logic and the wording can
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from toolgym.schema.documents import read_json
 
 TEXTS_FOLDER = "texts"  # beside an app's modules: texts/<module>.json
 
@@ -24,4 +25,4 @@ def module_texts(module_file: str) -> dict[str, Any]:
     `tasks_tours.py` reads `texts/tasks_tours.json`; arrays come back as tuples."""
     module = Path(module_file)
     path = module.parent / TEXTS_FOLDER / f"{module.stem}.json"
-    return _frozen(json.loads(path.read_text(encoding="utf-8")))
+    return _frozen(read_json(path))

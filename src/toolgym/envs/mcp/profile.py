@@ -16,8 +16,6 @@ taken from the profile's folder.
 
 from __future__ import annotations
 
-import json
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from toolgym.envs.mcp.remote import DEFAULT_TIMEOUT_S, RemoteMCPEnvironment
 from toolgym.envs.mcp.reset_hook import ResetHook
+from toolgym.schema.documents import FileError, read_json, read_toml
 
 
 class McpEnvProfile(BaseModel):
@@ -75,21 +74,18 @@ class McpEnvProfile(BaseModel):
 
 
 def load_profile(path: str | Path) -> McpEnvProfile:
-    """The profile in a .toml or .json file; a bad file raises ValueError naming the file and field."""
+    """The profile in a .toml or .json file; a bad file raises ValueError naming the file (line) and field."""
     source = Path(path)
+    readers = {".json": read_json, ".toml": read_toml}
+    reader = readers.get(source.suffix.lower())
+    if reader is None:
+        raise ValueError(f"MCP env profile {source}: a profile is a .toml or .json file")
     try:
-        text = source.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"MCP env profile {source}: cannot read it: {exc}") from exc
-    try:
-        if source.suffix.lower() == ".json":
-            data = json.loads(text)
-        elif source.suffix.lower() == ".toml":
-            data = tomllib.loads(text)
-        else:
-            raise ValueError("a profile is a .toml or .json file")
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError, ValueError) as exc:
-        raise ValueError(f"MCP env profile {source}: {exc}") from exc
+        data = reader(source)
+    except FileError as exc:
+        raise ValueError(f"MCP env profile {exc}") from None
+    except OSError as exc:
+        raise ValueError(f"MCP env profile {source}: cannot read it: {exc.strerror or exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"MCP env profile {source}: must be an object (a TOML table), got {type(data).__name__}")
     try:

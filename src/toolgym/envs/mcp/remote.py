@@ -69,6 +69,7 @@ from toolgym.envs.mcp.session import (
     parse_server,
 )
 from toolgym.envs.mcp.state import RemoteApp, RemoteStateError, UnavailableChanges
+from toolgym.envs.mcp.stdout_noise import StdoutNoise
 from toolgym.envs.mcp.tool_results import result_text
 from toolgym.schema import ToolSpec
 
@@ -132,6 +133,7 @@ class RemoteMCPEnvironment:
         self._databases: dict[tuple[str, str], sqlite3.Connection] = {}
         self._warned_http_variables = False
         self._lock = threading.RLock()  # the verifier runs in a worker thread; sessions change under this lock
+        self._noise = StdoutNoise(self.label)  # a stdio server's non-JSON-RPC stdout, logged once per episode
 
     # -- identity -------------------------------------------------------------------------------
 
@@ -191,8 +193,10 @@ class RemoteMCPEnvironment:
         if state_dir is not None and self.reset_hook.state_dir_variable is not None:
             process_env[self.reset_hook.state_dir_variable] = str(state_dir.path)
         params = StdioServerParameters(command=self.argv[0], args=self.argv[1:], env=process_env, cwd=self.cwd)
-        transport = stdio_client(params, errlog=stderr)
-        return Client(transport, read_timeout_seconds=self.timeout_s, client_info=client_info), stderr
+        transport = self._noise.watch(stdio_client(params, errlog=stderr))
+        client = Client(transport, read_timeout_seconds=self.timeout_s, client_info=client_info,
+                        message_handler=self._noise.handle)
+        return client, stderr
 
     def _ensure_session(self, env_variables: Mapping[str, str] | None = None) -> Session:
         with self._lock:
@@ -216,7 +220,8 @@ class RemoteMCPEnvironment:
         except BaseException as exc:
             tail = session.stderr_tail()
             session.close()
-            detail = f"; server stderr: {tail}" if tail else ""
+            noise = self._noise.summary()
+            detail = (f"; server stderr: {tail}" if tail else "") + (f"; it printed {noise}" if noise else "")
             if isinstance(exc, TimeoutError):
                 raise EnvError(f"MCP server {self.label} did not start within {self.timeout_s:g}s{detail}") from exc
             raise EnvError(f"cannot connect to MCP server {self.label}: {describe_error(exc)}{detail}") from exc
@@ -304,6 +309,7 @@ class RemoteMCPEnvironment:
 
     def reset(self, env_variables: dict[str, str] | None = None) -> None:
         """A fresh state for the next episode, with these env_variables."""
+        self._noise.flush()  # the episode that ends here
         variables = dict(env_variables or {})
         self.calls = []
         self.context = EnvContext(variables)
@@ -375,6 +381,7 @@ class RemoteMCPEnvironment:
     def close(self) -> None:
         """End the session (and a stdio server process) and join the MCP thread. `reset` reopens."""
         self._end_session()
+        self._noise.flush()
 
     def tool_specs(self, owner: str = "agent") -> list[ToolSpec]:
         self._ensure_session()

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from toolgym.dataset.manifest import read_manifest, sha256_file, write_manifest
 from toolgym.schema import Task
+from toolgym.schema.documents import read_json
 from toolgym.train.checkpoint import (
     STATE_FILE,
     changed_since_checkpoint,
@@ -72,7 +72,7 @@ def resume_state(out: Path, config: GRPOConfig, accelerator: Any, fields: dict[s
                              "best": {}, "tool_call_baseline": [], "elapsed_s": 0.0, "cpu_s": 0.0}
     if latest is not None:
         try:  # before load_state, which would look for another world size's per-rank files
-            check_world_size(json.loads((latest / STATE_FILE).read_text(encoding="utf-8")),
+            check_world_size(read_json(latest / STATE_FILE),
                              accelerator.num_processes, latest)
         except WorldSizeError as exc:
             raise GRPOError(str(exc)) from exc
