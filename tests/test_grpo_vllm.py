@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from safetensors.torch import load_file
 
 from test_grpo_support import first_token_logprob, read_jsonl, run_toy, toy_config
 from toolgym.model.tiny import init_tiny
@@ -66,6 +67,20 @@ def test_the_vllm_cpu_pipeline_config_runs_every_stage(tmp_path: Path) -> None:
     rows = [r for r in read_jsonl(tmp_path / "run" / "grpo" / "metrics.jsonl") if r["kind"] == "train"]
     assert [r["sync_version"] for r in rows] == [1, 2]  # vLLM sampled each step, after a verified push
     assert all(r["sync_probe_max_abs"] <= 1e-3 for r in rows)
+    # The smoke run trains: a group carried signal, the update ran with the mismatch correction's numbers, and
+    # the GRPO model's weights differ from the SFT model it started from.
+    updated = [r for r in rows if r["updated"]]
+    assert updated, [(r["groups_with_signal"], r["sampling_rounds"]) for r in rows]
+    for row in updated:
+        assert row["groups_with_signal"] >= 1
+        for name in ("mismatch_abs_log_ratio", "mismatch_max_ratio", "mismatch_masked_fraction",
+                     "mismatch_truncated_fraction"):
+            assert row[name] is not None, name
+        assert row["mismatch_abs_log_ratio"] <= 1e-3  # fp32 vLLM vs the trainer on the sampled tokens
+    sft = load_file(str(tmp_path / "run" / "sft" / "final" / "model.safetensors"))
+    grpo = load_file(str(tmp_path / "run" / "grpo" / "final" / "model.safetensors"))
+    assert sft.keys() == grpo.keys()
+    assert max(float((grpo[k] - sft[k]).abs().max()) for k in sft) > 0.0
     assert set(summary["results"]) == {"sft", "grpo"}
     for stage in ("sft", "grpo"):  # eval.engine: vllm evaluates each stage's model on vLLM
         manifest = json.loads((tmp_path / "run" / "eval" / stage / "manifest.json").read_text())
