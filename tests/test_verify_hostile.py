@@ -18,7 +18,6 @@ import stat
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import textwrap
 import threading
 import uuid
@@ -39,6 +38,9 @@ from toolgym.verify.sandbox import processes_holding, run_python_verifier
 
 STRONG, PROBLEM = isolation.strong_isolation()
 needs_bwrap = pytest.mark.skipif(STRONG is None, reason=f"no strong isolation on this machine: {PROBLEM}")
+
+
+pytestmark = pytest.mark.usefixtures("private_tempdir")  # tests/conftest.py
 
 
 
@@ -91,16 +93,6 @@ def no_hook(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     assert "    sys.addaudithook(make_hook(workdir))\n" in text
     rules.write_text(text.replace("    sys.addaudithook(make_hook(workdir))\n", "    make_hook(workdir)\n"))
     monkeypatch.setattr(sandbox, "CHILD_SCRIPT", folder / sandbox.CHILD_SCRIPT.name)
-
-
-@pytest.fixture(autouse=True)
-def private_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Sandbox directories go under this test's tmp_path, so leftovers and survivors can be found."""
-    root = tmp_path / "sandboxes"
-    root.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(root))
-    monkeypatch.delenv(isolation.TRUST_ENV, raising=False)
-    return root
 
 
 @pytest.fixture(params=["seccomp", "namespaces only"])

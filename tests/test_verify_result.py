@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -116,15 +115,6 @@ def validate_task(env, final_answer=None):
             pass
     os._exit(0)
 """
-
-
-@pytest.fixture
-def private_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "sandboxes"
-    root.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(root))
-    monkeypatch.delenv(isolation.TRUST_ENV, raising=False)
-    return root
 
 
 @needs_bwrap

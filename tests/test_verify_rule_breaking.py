@@ -10,9 +10,7 @@ for real: bubblewrap, seccomp, the child process and its audit hook.
 from __future__ import annotations
 
 import json
-import tempfile
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -78,6 +76,9 @@ CASES = [
 ]
 
 
+pytestmark = pytest.mark.usefixtures("private_tempdir")  # tests/conftest.py
+
+
 def rule_breaker(rule: str, hide: str, returns: str) -> str:
     """A verifier that breaks `rule`, swallows whatever follows, hides it with `hide`, and returns `returns`."""
     return (
@@ -97,15 +98,6 @@ def toy_env() -> Environment:
 
 def run(code: str) -> Verdict:
     return run_python_verifier(code, toy_env(), "done", timeout_s=5.0)
-
-
-@pytest.fixture(autouse=True)
-def private_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "sandboxes"
-    root.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(root))
-    monkeypatch.delenv(isolation.TRUST_ENV, raising=False)
-    return root
 
 
 @needs_bwrap

@@ -12,7 +12,6 @@ import dis
 import os
 import subprocess
 import sys
-import tempfile
 import textwrap
 import types
 from pathlib import Path
@@ -163,15 +162,6 @@ def test_install_refuses_when_a_blocked_module_is_already_loaded(tmp_path: Path)
 # ---------------------------------------------------------------------------------------------
 #  In the real sandbox: the verifier has to find the hook first, and cannot
 # ---------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def private_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "sandboxes"
-    root.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(root))
-    monkeypatch.delenv(isolation.TRUST_ENV, raising=False)
-    return root
 
 
 def run(code: str) -> Verdict:
