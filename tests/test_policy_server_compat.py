@@ -255,14 +255,17 @@ def test_required_and_named_tool_choice_give_one_call_to_an_allowed_tool_or_say_
             {"type": "function", "function": {"name": "add_note"}}]}}, {"add_note"}),
     ]
     for tool_choice, allowed in choices:
-        reply = _chat(client, server, tools=TOOLS, tool_choice=tool_choice, n=4, temperature=1.0, seed=3)
-        for choice in reply.choices:
+        # Room for the grammar's longest strings (128 characters each): a runaway title still ends in a call.
+        reply = _chat(client, server, tools=TOOLS, tool_choice=tool_choice, n=4, temperature=1.0, seed=3,
+                      max_tokens=400)
+        for choice in reply.choices:  # the grammar holds name and arguments: every choice is a valid call
             calls = _calls(choice.message)
-            if calls:
-                assert len(calls) == 1 and calls[0][0] in allowed and choice.finish_reason == "tool_calls"
-            else:  # the model's arguments did not parse: no call, and the reason is given
-                assert choice.finish_reason in ("stop", "length")
-                assert any("tool_choice required a call" in e for e in _errors(choice)), _errors(choice)
+            assert len(calls) == 1 and calls[0][0] in allowed and choice.finish_reason == "tool_calls", choice
+            assert "title" in calls[0][1] or calls[0][0] == "list_my_notes"
+    cut = _chat(client, server, tools=TOOLS, tool_choice={"type": "function", "function": {"name": "add_note"}},
+                max_tokens=3)
+    assert cut.choices[0].finish_reason == "length" and not cut.choices[0].message.tool_calls
+    assert any("before it was complete (max_tokens)" in e for e in _errors(cut.choices[0])), _errors(cut.choices[0])
 
 
 @pytest.mark.parametrize(("tool_choice", "fields", "match"), [
@@ -338,12 +341,18 @@ def test_strict_tools_get_their_arguments_checked() -> None:
 
 def test_constraints_for_each_tool_choice() -> None:
     parser = get_parser("hermes")
-    assert constraint(ToolChoice("none"), True, parser, [NOTES]).stops == ("<tool_call>",)
+    none = constraint(ToolChoice("none"), True, parser, [NOTES])
+    assert none.stops == ("<tool_call>",) and none.grammar is None
     named = constraint(ToolChoice("required", frozenset({"add_note"}), "add_note"), True, parser, [NOTES, ADD])
     assert named.prefill == '<tool_call>\n{"name": "add_note", "arguments":' and named.stops == ("</tool_call>",)
+    assert named.grammar is not None and '"title"' in named.grammar and "list_my_notes" not in named.grammar
     required = constraint(ToolChoice("required"), True, parser, [NOTES, ADD])
-    assert required.choose_name and required.names == ("list_my_notes", "add_note")
-    assert constraint(ToolChoice(), True, parser, [NOTES]).stops == ()
+    assert required.prefill == '<tool_call>\n{"name": "' and required.grammar is not None
+    assert 'list_my_notes\\", \\"arguments\\": ' in required.grammar and "add_note" in required.grammar
+    only = constraint(ToolChoice("required", frozenset({"add_note"})), True, parser, [NOTES, ADD])
+    assert only.grammar is not None and "list_my_notes" not in only.grammar
+    for auto in (constraint(ToolChoice(), True, parser, [NOTES]), constraint(ToolChoice(), False, parser, [NOTES])):
+        assert auto.grammar is None and auto.prefill == ""
     assert constraint(ToolChoice(), False, parser, [NOTES]).stops == ("</tool_call>",)
 
 

@@ -43,10 +43,13 @@ class GenerationRequest:
 
     Token mode reads `prompt_ids`; chat mode reads `messages` and `tools` (OpenAI dicts).
     `task` and `turn` let the oracle replay a reference solution; other policies ignore them.
+    `grammar` (token mode): a Lark grammar, in llguidance's dialect, that the completion must follow;
+    a policy that cannot hold its output to one refuses the request rather than ignore it.
     """
 
     sampling: SamplingParams
     prompt_ids: list[int] | None = None
+    grammar: str | None = None
     messages: list[dict[str, Any]] | None = None
     tools: list[dict[str, Any]] | None = None
     task: Task | None = None
@@ -68,6 +71,14 @@ class Generation:
 
 class PolicyError(RuntimeError):
     """The policy could not produce a generation (server died, bad response): an infrastructure error."""
+
+
+def refuse_grammar(request: GenerationRequest, policy: str) -> None:
+    """Raise when `request` carries a grammar: `policy` cannot hold its output to one, and ignoring it would
+    return unconstrained text as if it were."""
+    if request.grammar is not None:
+        raise PolicyError(f"{policy} cannot hold a completion to a grammar; the hf engine can "
+                          "(toolgym serve policy runs on it)")
 
 
 class Policy:

@@ -4,9 +4,10 @@ Episodes await `generate` concurrently; requests wait in a queue for a short win
 to the model together as ONE batch (`generate_batch`), run in a worker thread so the event loop
 (env steps, other episodes, an HTTP server) stays live. Each row keeps its own sampling settings,
 stop strings and budget (see `toolgym.policy.sampling`), and comes back as the exact sampled ids
-with their log-probs. Prompt states are kept in a prefix cache, so a shared system prompt or an
-episode's previous turns are not computed again, and while decoding, rows that share a prompt
-prefix read its states once per step (see `toolgym.policy.shared_prefix`).
+with their log-probs; a request with a grammar is held to it (`toolgym.policy.grammar`). Prompt
+states are kept in a prefix cache, so a shared system prompt or an episode's previous turns are not
+computed again, and while decoding, rows that share a prompt prefix read its states once per step
+(see `toolgym.policy.shared_prefix`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from llguidance import LLMatcher
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
@@ -31,6 +33,7 @@ from transformers import (
 from toolgym.policy.attention import layout_attention, layout_masks, plain_full_attention
 from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError
 from toolgym.policy.cache_arg import cache_keyword
+from toolgym.policy.grammar import GrammarError, GrammarTokenizer
 from toolgym.policy.prefill import PrefillRow, prefill
 from toolgym.policy.prefix_cache import PrefixCache, PrefixEntry
 from toolgym.policy.sampling import RowSampler, RowState, RowStopper, row_generator
@@ -134,6 +137,7 @@ class HFPolicy(Policy):
         self.compactions = 0  # decode batches rebuilt without their finished rows
         self.batch_sizes: list[int] = []
         self._rng = random.Random(seed)
+        self._grammar_tokenizer: GrammarTokenizer | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: asyncio.Queue[_Pending] | None = None
@@ -149,6 +153,13 @@ class HFPolicy(Policy):
         future: asyncio.Future[Generation] = asyncio.get_running_loop().create_future()
         queue.put_nowait(_Pending(request, future))
         return await future
+
+    @property
+    def grammar_tokenizer(self) -> GrammarTokenizer:
+        """The tokenizer as grammars see it, built on first use (only constrained requests need it)."""
+        if self._grammar_tokenizer is None:
+            self._grammar_tokenizer = GrammarTokenizer(self.tokenizer, self.vocab_size)
+        return self._grammar_tokenizer
 
     def _check_prompt(self, prompt_ids: list[int]) -> None:
         if not prompt_ids:
@@ -226,7 +237,8 @@ class HFPolicy(Policy):
         prompts = [list(r.prompt_ids or []) for r in requests]
         for prompt in prompts:
             self._check_prompt(prompt)
-        rows = [RowState(sampling=r.sampling, generator=row_generator(r.sampling, self._rng)) for r in requests]
+        rows = [RowState(sampling=r.sampling, generator=row_generator(r.sampling, self._rng),
+                         matcher=self._matcher(r.grammar)) for r in requests]
         for row, prompt in zip(rows, prompts, strict=True):
             if self.max_context:
                 room = self.max_context - len(prompt)
@@ -239,6 +251,15 @@ class HFPolicy(Policy):
         self.generate_calls += 1
         self.batch_sizes.append(len(requests))
         return generations
+
+    def _matcher(self, grammar: str | None) -> LLMatcher | None:
+        """A row's matcher for its request's grammar (None: the row samples freely)."""
+        if grammar is None:
+            return None
+        try:
+            return self.grammar_tokenizer.matcher(grammar)
+        except GrammarError as exc:
+            raise PolicyError(f"the request's grammar does not compile: {exc}") from exc
 
     def _decode(self, prompts: list[list[int]], rows: list[RowState]) -> list[Generation]:
         """One forward per step for the running rows; each row feeds back the token its sampler chose.

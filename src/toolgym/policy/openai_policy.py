@@ -15,7 +15,14 @@ from typing import Any, Literal
 import openai
 
 from toolgym.chat.render import PromptStyle, load_prompt_style
-from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError, SamplingParams
+from toolgym.policy.base import (
+    Generation,
+    GenerationRequest,
+    Policy,
+    PolicyError,
+    SamplingParams,
+    refuse_grammar,
+)
 from toolgym.policy.openai_client import LoopBoundClient
 from toolgym.schema import Message, ToolCall
 
@@ -144,6 +151,7 @@ class OpenAIPolicy(Policy):
         return self._clients.get()
 
     async def generate(self, request: GenerationRequest) -> Generation:
+        refuse_grammar(request, "OpenAIPolicy")
         try:
             if self.mode == "token":
                 return await self._complete(request)

@@ -6,6 +6,10 @@ and the rollout needs the log-prob of each sampled token under the distribution 
 So generation runs greedy over scores from `RowSampler`, which draws each row's token itself
 (inverse-CDF with the row's own generator) and returns a one-hot score; `RowStopper` ends each row
 at its own eos / stop string / budget.
+
+A row with a grammar matcher (`toolgym.policy.grammar`) has every token the grammar forbids masked
+before its temperature, top-k and top-p apply, and its recorded log-prob is under that masked
+distribution: the one its token was drawn from. Rows without one skip all of it.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from llguidance import LLMatcher
 from transformers import LogitsProcessor, StoppingCriteria
 
 from toolgym.policy.base import SamplingParams
+from toolgym.policy.grammar import advance, allowed_tokens
 
 
 @dataclass
@@ -26,6 +32,7 @@ class RowState:
 
     sampling: SamplingParams
     generator: torch.Generator
+    matcher: LLMatcher | None = None  # the row's grammar state, when its output is constrained
     token_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     length: int | None = None  # tokens kept once the row has finished
@@ -64,9 +71,12 @@ class RowSampler(LogitsProcessor):
         self.top_p = torch.tensor([r.sampling.top_p for r in rows], dtype=torch.float32).unsqueeze(-1)
         self.top_k = [r.sampling.top_k for r in rows]
         self.filtered = any(r.sampling.top_p < 1.0 or r.sampling.top_k > 0 for r in rows if r.sampling.temperature > 0)
+        self.constrained = [index for index, row in enumerate(rows) if row.matcher is not None]
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         logits = scores.float().cpu()
+        if self.constrained:
+            logits = self._masked(logits)
         batch, vocab = logits.shape
         chosen = torch.zeros(batch, dtype=torch.long)
         chosen_logprob = torch.zeros(batch, dtype=torch.float32)
@@ -106,9 +116,21 @@ class RowSampler(LogitsProcessor):
             if not row.done:
                 row.token_ids.append(int(chosen[index]))
                 row.logprobs.append(float(chosen_logprob[index]))
+                if row.matcher is not None:
+                    advance(row.matcher, int(chosen[index]))
         one_hot = torch.full_like(scores, float("-inf"))
         one_hot[torch.arange(batch, device=scores.device), chosen.to(scores.device)] = 0.0
         return one_hot
+
+    def _masked(self, logits: torch.Tensor) -> torch.Tensor:
+        """`logits` (a copy) with each running constrained row's forbidden tokens at -inf."""
+        live = [(index, matcher) for index in self.constrained
+                if not self.rows[index].done and (matcher := self.rows[index].matcher) is not None]
+        if not live:
+            return logits
+        allowed = torch.ones_like(logits, dtype=torch.bool)
+        allowed[[index for index, _ in live]] = allowed_tokens([matcher for _, matcher in live], logits.shape[-1])
+        return logits.masked_fill(~allowed, float("-inf"))
 
 
 class RowStopper(StoppingCriteria):

@@ -39,7 +39,6 @@ from toolgym.policy.base import Generation, GenerationRequest, PolicyError, Samp
 from toolgym.policy.hf import HFPolicy
 from toolgym.policy.server_chat import (
     ChatChoice,
-    Constraint,
     build_reply,
     call_id,
     chat_logprobs,
@@ -57,7 +56,7 @@ from toolgym.policy.server_request import (
     read_completion,
     reason,
 )
-from toolgym.policy.server_scoring import TopLogprobs, choose_option, top_logprobs
+from toolgym.policy.server_scoring import TopLogprobs, top_logprobs
 
 __all__ = ["BadRequest", "ModelNotFound", "ServedModel", "check_prompt", "create_app", "load_served_model", "serve"]
 
@@ -169,26 +168,13 @@ def create_app(served: ServedModel, guard: GuardSettings | None = None) -> FastA
         )))
 
     async def alternatives(prompt_ids: list[int], generation: Generation, sampling: SamplingParams,
-                           top_n: int) -> TopLogprobs | None:
+                           top_n: int, grammar: str | None) -> TopLogprobs | None:
         """Top-`top_n` per token: a scoring pass, except where the sampled token is the whole answer."""
         if top_n <= 0:
             return None
         if top_n == 1 and sampling.temperature <= 0:  # greedy: the most likely token is the one sampled
             return [[(i, lp)] for i, lp in zip(generation.completion_ids, generation.logprobs, strict=True)]
-        return await top_logprobs(policy, prompt_ids, generation.completion_ids, sampling, top_n)
-
-    async def choose_names(text: str, rule: Constraint, samplings: list[SamplingParams]) -> list[str]:
-        """Per choice, the tool a `required` call names: the model's pick among the allowed names."""
-        prefix = renderer.encode(text + rule.prefill)
-        check_prompt(prefix, policy, "messages")
-        continuations = []
-        for name in rule.names:
-            joint = renderer.encode(text + rule.prefill + rule.name_text(name))
-            # The name's own tokens as the model would write them after the prefix (joint tokenization).
-            continuations.append(joint[len(prefix):] if joint[: len(prefix)] == prefix
-                                 else renderer.encode(rule.name_text(name)))
-        picks = await choose_option(policy, prefix, continuations, samplings)
-        return [rule.names[i] for i in picks]
+        return await top_logprobs(policy, prompt_ids, generation.completion_ids, sampling, top_n, grammar)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -242,7 +228,10 @@ def create_app(served: ServedModel, guard: GuardSettings | None = None) -> FastA
         body = await _json(request)
         check_model(body, served.model_name)
         chat = read_chat(body, renderer.stop_strings, policy)
-        rule = constraint(chat.tool_choice, chat.parallel_tool_calls, parser, chat.tools)
+        rule = constraint(chat.tool_choice, chat.parallel_tool_calls, parser, chat.tools,
+                          lambda tag: policy.grammar_tokenizer.terminal(tag))  # built on a grammar's first use
+        if rule.grammar is not None and (problem := policy.grammar_tokenizer.problem(rule.grammar)):
+            raise BadRequest(f"cannot hold the call to the tools' parameter schemas: {problem}", "tools")
         messages = prompt_messages(chat.messages, chat.tools, renderer.prompt_style)
         try:
             text = renderer.render_text(messages, chat.tools or None, add_generation_prompt=True)
@@ -252,29 +241,24 @@ def create_app(served: ServedModel, guard: GuardSettings | None = None) -> FastA
             ) from exc
         stops = [*chat.sampling.stop, *(s for s in rule.stops if s not in chat.sampling.stop)]
         samplings = per_choice(replace(chat.sampling, stop=stops), chat.n)
-        prefills = [rule.prefill] * chat.n
-        if rule.choose_name:
-            prefills = [rule.named_prefill(name) for name in await choose_names(text, rule, samplings)]
-        prompts = {prefill: renderer.encode(text + prefill) for prefill in dict.fromkeys(prefills)}
-        for prompt_ids in prompts.values():
-            check_prompt(prompt_ids, policy, "messages")
+        prompt_ids = renderer.encode(text + rule.prefill)
+        check_prompt(prompt_ids, policy, "messages")
         generations = list(await asyncio.gather(*(
-            policy.generate(GenerationRequest(sampling=s, prompt_ids=list(prompts[p])))
-            for s, p in zip(samplings, prefills, strict=True)
+            policy.generate(GenerationRequest(sampling=s, prompt_ids=list(prompt_ids), grammar=rule.grammar))
+            for s in samplings
         )))
         choices = []
-        for generation, sampling, prefill in zip(generations, samplings, prefills, strict=True):
-            prompt_ids = prompts[prefill]
-            reply_text = prefill + _strip_stop(renderer.decode(generation.completion_ids), sampling.stop)
+        for generation, sampling in zip(generations, samplings, strict=True):
+            reply_text = rule.prefill + _strip_stop(renderer.decode(generation.completion_ids), sampling.stop)
             reply = build_reply(reply_text, generation.finish_reason, parser, chat)
             logprobs = None
             if chat.logprobs:
                 count = reply_token_count(generation, turn_end_ids)
-                top = await alternatives(prompt_ids, generation, sampling, chat.top_logprobs)
+                top = await alternatives(prompt_ids, generation, sampling, chat.top_logprobs, rule.grammar)
                 logprobs = chat_logprobs(policy.tokenizer, generation, count, top)
             choices.append(ChatChoice(reply, [call_id() for _ in reply.tool_calls], logprobs))
         head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": served.model_name}
-        usage = _usage(len(prompts[prefills[0]]), generations)
+        usage = _usage(len(prompt_ids), generations)
         if not chat.stream:
             return {**head, "object": "chat.completion", "choices": [c.to_json(i) for i, c in enumerate(choices)],
                     "usage": usage}
@@ -313,7 +297,7 @@ def create_app(served: ServedModel, guard: GuardSettings | None = None) -> FastA
             return str(policy.tokenizer.decode([token_id], skip_special_tokens=False))
 
         tokens = [name(i) for i in generation.completion_ids]
-        top = await alternatives(prompt_ids, generation, sampling, job.logprobs)
+        top = await alternatives(prompt_ids, generation, sampling, job.logprobs, None)
         tops = []
         for position, (token, logprob) in enumerate(zip(tokens, generation.logprobs, strict=True)):
             # The N most likely, and the sampled token whether or not it is among them (vLLM's rule).

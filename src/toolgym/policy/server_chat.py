@@ -6,30 +6,33 @@
   several times longer and which the model was not trained on.
 - tool_choice is constrained, not hoped for: `none` stops generation where a call would open, so no
   call is ever returned; a named function starts the assistant turn with that call's opening, up to
-  its arguments, which the model writes; `required` first chooses the name among the allowed tools
-  by the model's own log-prob of writing each (`toolgym.policy.server_scoring`), then goes on as for
-  a named function. Both give exactly one call; `parallel_tool_calls: false` stops after the first.
+  its arguments, and `required` up to the name; the rest of the call is generated under a grammar
+  (`toolgym.policy.call_grammar`): the name one of the allowed tools, the arguments valid for that
+  tool's JSON schema, then the close tag. Both give exactly one call; `parallel_tool_calls: false`
+  stops after the first.
 - Every call is checked against the request: a call to a tool that was not offered (or that
   tool_choice does not allow), or, for a `strict` tool, with arguments that do not match its
   schema's top level, is not returned as a call. Its text stays in `content` where the model wrote
   it, and the choice's `tool_call_errors` (a field OpenAI does not have) says why. When tool_choice
-  demanded a call and none is valid, the reply is still HTTP 200, with `finish_reason` "stop" or
-  "length", no `tool_calls`, and `tool_call_errors` saying so: a model's failure is not the
-  client's error (400), and a server fault (500) would be retried by clients, for nothing at
-  temperature 0.
+  demanded a call and none is valid (under the grammar, only a turn cut by `max_tokens` or by the
+  request's own stop strings), the reply is still HTTP 200, with `finish_reason` "length" or "stop",
+  no `tool_calls`, and `tool_call_errors` saying so: a model's failure is not the client's error
+  (400), and a server fault (500) would be retried by clients, for nothing at temperature 0.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from toolgym.chat.parse import ToolCallParser, split_reasoning, strip_trailing_stop
 from toolgym.chat.render import PromptStyle, system_prompt
 from toolgym.policy.base import Generation
+from toolgym.policy.call_grammar import call_grammar
+from toolgym.policy.grammar import literal
 from toolgym.policy.oracle import hermes_text
 from toolgym.policy.server_request import BadRequest, ChatRequest, ToolChoice
 from toolgym.policy.server_scoring import TopLogprobs
@@ -62,29 +65,20 @@ def named_prefill(open_tag: str, name: str) -> str:
 
 @dataclass(frozen=True)
 class Constraint:
-    """How the generation is held to tool_choice: text the assistant turn starts with, and extra stops.
-
-    `choose_name`: the turn is a call whose name is chosen among `names` by scoring (`required`);
-    `named_prefill(name)` then starts the turn.
-    """
+    """How the generation is held to tool_choice: text the assistant turn starts with, extra stops, and
+    the grammar (Lark, llguidance's dialect) the rest of the turn follows (None: free text)."""
 
     prefill: str = ""
     stops: tuple[str, ...] = ()
-    choose_name: bool = False
-    names: tuple[str, ...] = ()
-    open_tag: str = ""
-
-    def named_prefill(self, name: str) -> str:
-        return named_prefill(self.open_tag, name)
-
-    def name_text(self, name: str) -> str:
-        """What follows `prefill` when the model writes `name` (the name, its closing quote and comma)."""
-        return json.dumps(name)[1:] + ","
+    grammar: str | None = None
 
 
 def constraint(choice: ToolChoice, parallel_tool_calls: bool, parser: ToolCallParser,
-               tools: Sequence[ToolSpec]) -> Constraint:
-    """The prefill and stop strings that make the model's turn obey `choice` (see the module docstring)."""
+               tools: Sequence[ToolSpec], terminal: Callable[[str], str] = literal) -> Constraint:
+    """The prefill, stop strings and grammar that make the model's turn obey `choice` (see the module docstring).
+
+    `terminal` writes a tag as a grammar terminal (`GrammarTokenizer.terminal`: the tag's own token
+    where the tokenizer has one)."""
     open_tag, close_tag = getattr(parser, "open_tag", None), getattr(parser, "close_tag", None)
     if not isinstance(open_tag, str) or not isinstance(close_tag, str):
         if choice.mode == "auto" and parallel_tool_calls:
@@ -94,11 +88,14 @@ def constraint(choice: ToolChoice, parallel_tool_calls: bool, parser: ToolCallPa
     if choice.mode == "none":
         return Constraint(stops=(open_tag,))
     if choice.forced is not None:
-        return Constraint(named_prefill(open_tag, choice.forced), (close_tag,), open_tag=open_tag)
+        forced = [t for t in tools if t.name == choice.forced]
+        return Constraint(named_prefill(open_tag, choice.forced), (close_tag,),
+                          call_grammar(forced, terminal(close_tag), named=True))
     if choice.mode == "required":
-        names = tuple(t.name for t in tools if choice.allowed is None or t.name in choice.allowed)
-        return Constraint(f'{open_tag}\n{{"name": "', (close_tag,), True, names, open_tag)
-    return Constraint(stops=() if parallel_tool_calls else (close_tag,), open_tag=open_tag)
+        allowed = [t for t in tools if choice.allowed is None or t.name in choice.allowed]
+        return Constraint(f'{open_tag}\n{{"name": "', (close_tag,),
+                          call_grammar(allowed, terminal(close_tag), named=False))
+    return Constraint(stops=() if parallel_tool_calls else (close_tag,))
 
 
 def _type_matches(value: Any, kind: Any) -> bool:

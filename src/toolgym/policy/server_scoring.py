@@ -1,31 +1,23 @@
-"""Scoring passes for `toolgym serve policy`: top-N log-probs per token, and which tool a forced call names.
+"""The scoring pass for `toolgym serve policy`'s top-N log-probs per token.
 
-Both run on the policy's own worker thread, so they never run while a decode batch holds the model.
-
-- Top-N: the batched decoder keeps only each sampled token's log-prob, so the N most likely
-  alternatives are recomputed by one forward over prompt + completion. They are under the
-  distribution each token was drawn from (temperature, top-k and top-p applied as
-  `toolgym.policy.sampling` applies them; greedy: the model's own), the distribution
-  `token_logprobs` already report, so both views agree.
-- Tool names: for `tool_choice: "required"` the call's name is chosen among the offered tools by
-  the model's own log-prob of writing each name (greedy: the most likely; sampled: drawn with the
-  request's temperature and seed), so the call always names a tool that exists.
+The batched decoder keeps only each sampled token's log-prob, so the N most likely alternatives are
+recomputed by one forward over prompt + completion, on the policy's own worker thread (never while a
+decode batch holds the model). They are under the distribution each token was drawn from (the
+grammar's mask, then temperature, top-k and top-p, applied as `toolgym.policy.sampling` applies
+them; greedy: the model's own), the distribution `token_logprobs` already report, so both views agree.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import inspect
-import math
-import random
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from toolgym.policy.base import SamplingParams
-from toolgym.policy.cache_arg import cache_kwargs, output_cache
+from toolgym.policy.grammar import replay_allowed
 from toolgym.policy.hf import HFPolicy
 
 # What a token outside the sampled set (cut by top-k or top-p) reports: OpenAI's floor, finite for JSON.
@@ -62,8 +54,10 @@ def _keeps_last_logits(model: Any) -> bool:
 
 def score_top_logprobs(
     policy: HFPolicy, prompt_ids: Sequence[int], completion_ids: Sequence[int], sampling: SamplingParams, top_n: int,
+    grammar: str | None = None,
 ) -> TopLogprobs:
-    """The `top_n` most likely tokens (and their log-probs) at each position of `completion_ids`."""
+    """The `top_n` most likely tokens (and their log-probs) at each position of `completion_ids`; with
+    `grammar`, among the tokens it allowed there."""
     if not completion_ids or top_n <= 0:
         return [[] for _ in completion_ids]
     ids = torch.tensor([[*prompt_ids, *completion_ids[:-1]]], dtype=torch.long, device=policy.device)
@@ -71,7 +65,11 @@ def score_top_logprobs(
     extra = {"logits_to_keep": keep} if _keeps_last_logits(policy.model) else {}
     with torch.inference_mode():
         logits = policy.model(input_ids=ids, use_cache=False, **extra).logits[0, -keep:]
-    logp = sampled_logprobs(logits.float().cpu(), sampling)
+    logits = logits.float().cpu()
+    if grammar is not None:
+        allowed = replay_allowed(policy.grammar_tokenizer, grammar, completion_ids)
+        logits = logits.masked_fill(~allowed[:, : logits.shape[-1]], float("-inf"))
+    logp = sampled_logprobs(logits, sampling)
     values, indices = logp.topk(min(top_n, logp.shape[-1]), dim=-1)
     values = values.clamp(min=LOGPROB_FLOOR)
     return [
@@ -82,54 +80,12 @@ def score_top_logprobs(
 
 async def top_logprobs(
     policy: HFPolicy, prompt_ids: Sequence[int], completion_ids: Sequence[int], sampling: SamplingParams, top_n: int,
+    grammar: str | None = None,
 ) -> TopLogprobs:
     """`score_top_logprobs` on the policy's generation thread, after whatever batch it is running."""
     loop = asyncio.get_running_loop()
     # The policy's single worker thread is what keeps the model to one user at a time (its decode loop
     # patches the attention layers while it runs), so the scoring pass queues behind it there.
     return await loop.run_in_executor(
-        policy._executor, score_top_logprobs, policy, list(prompt_ids), list(completion_ids), sampling, top_n,
+        policy._executor, score_top_logprobs, policy, list(prompt_ids), list(completion_ids), sampling, top_n, grammar,
     )
-
-
-def score_continuations(policy: HFPolicy, prompt_ids: Sequence[int], continuations: Sequence[Sequence[int]]) -> list[float]:
-    """The model's total log-prob of each continuation after `prompt_ids`: the prompt is computed once,
-    and each continuation runs on a copy of its cache (a copy works with every cache class and version)."""
-    model = policy.model
-    device = policy.device
-    extra = {"logits_to_keep": 1} if _keeps_last_logits(model) else {}
-    totals: list[float] = []
-    with torch.inference_mode():
-        output = model(input_ids=torch.tensor([list(prompt_ids)], device=device), use_cache=True, **extra)
-        first = torch.log_softmax(output.logits[0, -1].float(), dim=-1)
-        cache = output_cache(output)
-        for continuation in continuations:
-            total = float(first[continuation[0]])
-            if len(continuation) > 1:
-                step = model(input_ids=torch.tensor([list(continuation[:-1])], device=device), use_cache=True,
-                             **cache_kwargs(model, copy.deepcopy(cache)))
-                logp = torch.log_softmax(step.logits[0].float(), dim=-1)
-                targets = torch.tensor(list(continuation[1:]), device=logp.device)
-                total += float(logp.gather(-1, targets.unsqueeze(-1)).sum())
-            totals.append(total)
-    return totals
-
-
-def pick(scores: Sequence[float], sampling: SamplingParams) -> int:
-    """Index of the chosen option: the best for greedy, else drawn from softmax(score / temperature) with the seed."""
-    if sampling.temperature <= 0:
-        return max(range(len(scores)), key=lambda i: scores[i])
-    top = max(scores)
-    weights = [math.exp((s - top) / sampling.temperature) for s in scores]
-    rng = random.Random(sampling.seed)
-    return rng.choices(range(len(scores)), weights=weights)[0]
-
-
-async def choose_option(
-    policy: HFPolicy, prompt_ids: Sequence[int], continuations: Sequence[Sequence[int]], samplings: Sequence[SamplingParams],
-) -> list[int]:
-    """For each sampling (one per choice), the index of the continuation the model picks after `prompt_ids`."""
-    loop = asyncio.get_running_loop()
-    scores = await loop.run_in_executor(policy._executor, score_continuations, policy, list(prompt_ids),
-                                        [list(c) for c in continuations])
-    return [pick(scores, sampling) for sampling in samplings]

@@ -31,7 +31,14 @@ from typing import Any
 
 import torch
 
-from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError, SamplingParams
+from toolgym.policy.base import (
+    Generation,
+    GenerationRequest,
+    Policy,
+    PolicyError,
+    SamplingParams,
+    refuse_grammar,
+)
 from toolgym.policy.weights import weights_fingerprint
 from toolgym.schema.documents import read_json
 
@@ -183,6 +190,7 @@ class VLLMPolicy(Policy):
         """Queue one request (n samples of it) for the engine thread; the future holds its generations."""
         if self._closed:
             raise PolicyError("the vLLM policy is closed")
+        refuse_grammar(request, "VLLMPolicy")
         prompt = self._check_prompt(request.prompt_ids)
         future: concurrent.futures.Future[list[Generation]] = concurrent.futures.Future()
         self._jobs.put(_Job(future, prompt, self.sampling_params(request.sampling, len(prompt), n)))
