@@ -46,7 +46,8 @@ def test_shaped_reward_adds_alpha_times_partial_score() -> None:
 def test_group_advantages_by_hand() -> None:
     # rewards 1, 0, 0, 1: mean 0.5, sample std sqrt(4 * 0.25 / 3) = 0.57735
     advantages = group_advantages([1.0, 0.0, 0.0, 1.0], std_normalize=True, eps=0.0)
-    assert advantages == pytest.approx([0.866025, -0.866025, -0.866025, 0.866025], abs=1e-6)
+    # 0.5 / 0.5773503 in doubles: the 7-decimal literal is within 5e-8
+    assert advantages == pytest.approx([0.8660254, -0.8660254, -0.8660254, 0.8660254], abs=1e-7)
     # Dr. GRPO: mean-centred only
     assert group_advantages([1.0, 0.0, 0.0, 0.0], std_normalize=False) == pytest.approx([0.75, -0.25, -0.25, -0.25])
     # shaped rewards 1.25, 0.15, 0.0: mean 0.4667, std = 0.6658
@@ -95,7 +96,8 @@ def test_errored_episodes_leave_their_group_and_are_counted() -> None:
     (group,) = groups
     assert len(group.episodes) == 2 and group.errored == 2
     assert group.rewards == [1.0, 0.0]  # the two errors are not zeros in the group
-    assert group.advantages == pytest.approx([0.7071063, -0.7071063], abs=1e-6)  # [1, 0]: std 0.7071
+    # [1, 0]: 0.5 / (std 0.7071068 + eps 1e-6) in doubles; the 7-decimal literal is within 5e-8
+    assert group.advantages == pytest.approx([0.7071058, -0.7071058], abs=1e-7)
     assert stats.episodes == 4 and stats.episodes_errored == 2 and stats.groups_with_signal == 1
     assert stats.errors_by_cause == {"env error": 2}
     assert stats.error_examples == {"env error": "env error: tool crashed"}  # metrics.jsonl says why
@@ -311,7 +313,7 @@ def test_only_groups_with_signal_are_trained_and_weights_follow_the_aggregation(
     assert len(per_episode) == 2  # the flat group gives nothing
     flat = with_weights(per_episode, "sequence_mean", None)
     assert [i.weight for i in flat] == pytest.approx([1 / (2 * 2), 1 / (4 * 2)])
-    assert [i.advantage for i in flat] == pytest.approx([0.7071063, -0.7071063], abs=1e-6)
+    assert [i.advantage for i in flat] == pytest.approx([0.7071058, -0.7071058], abs=1e-7)  # 0.5 / (0.7071068 + 1e-6)
 
 
 def test_kl_quiet_episodes_trains_a_few_episodes_of_zero_variance_groups_at_advantage_zero() -> None:
