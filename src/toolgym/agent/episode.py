@@ -24,6 +24,7 @@ from toolgym.chat.render import DONE_TOOL_NAME, Renderer, load_prompt_style
 from toolgym.envs import EnvError, Environment
 from toolgym.policy.base import Generation, GenerationRequest, Policy, SamplingParams
 from toolgym.schema import Episode, Message, Status, StopReason, Task, TokenTurn, ToolCall, ToolSpec, Verdict
+from toolgym.verify.progress import ProgressError, ProgressTracker, verifier_each_turn
 from toolgym.verify.task import verify_task
 
 DONE_TOOL = ToolSpec(
@@ -97,6 +98,7 @@ class _EpisodeRun:
             max_context_tokens = min(max_context_tokens, model_limit)
         self.max_context_tokens = max_context_tokens
         self.done_tool = limits.done_tool
+        self.progress = ProgressTracker(task) if limits.turn_progress else None
         self.user_simulator = user_simulator if task.user_scenario is not None else None
         self.tools: list[ToolSpec] = env.tool_specs("agent") + ([DONE_TOOL] if limits.done_tool else [])
         self.started = time.perf_counter()
@@ -244,6 +246,34 @@ class _EpisodeRun:
 
     # -- the loop -------------------------------------------------------------------------------
 
+    async def _score_progress(self) -> bool:
+        """Score the state the turns so far left (turn_progress); False when it could not be scored."""
+        if self.progress is None:
+            return True
+        began = time.perf_counter()
+        turn = self.episode.turns
+        try:
+            if verifier_each_turn(self.task):  # a sandboxed process: keep the event loop free meanwhile
+                await asyncio.to_thread(self.progress.score, turn, self.env)
+            else:  # SQL over the episode's own small database
+                self.progress.score(turn, self.env)
+        except ProgressError as exc:
+            self._fail(f"verifier error: progress after turn {turn}: {exc}")
+            return False
+        finally:
+            self.episode.timings.verifier_s += time.perf_counter() - began
+        return True
+
+    def _finish_progress(self) -> None:
+        """Record progress and flips, the last turn scored by the verdict itself."""
+        if self.progress is None or self.episode.verdict is None or self.episode.status == "error":
+            return
+        try:
+            self.episode.progress, self.episode.check_flips = self.progress.finish(self.episode.turns,
+                                                                                   self.episode.verdict)
+        except ProgressError as exc:
+            self._fail(f"verifier error: progress: {exc}")
+
     async def run(self) -> Episode:
         try:
             await self._loop()
@@ -251,6 +281,7 @@ class _EpisodeRun:
             self._fail(f"episode loop error: {type(exc).__name__}: {exc}")
         if self.episode.status != "error":
             await self._verify()
+            self._finish_progress()
         episode = self.episode
         episode.tool_calls_by_tool = dict(self.counts)
         episode.samples = build_samples(episode.token_turns)
@@ -264,7 +295,7 @@ class _EpisodeRun:
             verdict = await asyncio.to_thread(verify_task, self.task, self.env, self.episode.final_answer)
         except Exception as exc:
             verdict = Verdict.failure(f"verifier crashed: {type(exc).__name__}: {exc}")
-        self.episode.timings.verifier_s = time.perf_counter() - began
+        self.episode.timings.verifier_s += time.perf_counter() - began
         self.episode.verdict = verdict
         if verdict.error is not None:
             self.episode.status = "error"
@@ -286,6 +317,8 @@ class _EpisodeRun:
         episode.messages = renderer.initial_messages(self.task, self.tools, self.env.policy)
         prompt_ids = renderer.prompt_ids(episode.messages, self.tools) if self.token_mode else None
         for turn in range(self.max_turns):
+            if not await self._score_progress():  # the state the previous turn left (turn 0: the seed)
+                return
             if self._remaining() <= 0:
                 self._stop("truncated", "timeout")
                 return

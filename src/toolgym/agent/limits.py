@@ -21,3 +21,7 @@ class EpisodeLimits(Section):
     """Give the agent a `done(answer)` tool."""
     max_format_errors: int | None = Field(None, ge=1)
     """End an episode after this many malformed tool calls (null: answer each with feedback and go on)."""
+    turn_progress: bool = False
+    """Score the task's checks after every agent turn: the episode's row gets `progress` (the weighted share of
+    checks holding on the seed and after each turn) and the checks that flipped (toolgym.verify.progress).
+    GRPO's advantage.credit: turn switches it on for its rollouts."""

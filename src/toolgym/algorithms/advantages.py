@@ -67,6 +67,8 @@ class Group:
     advantages: list[float]
     errored: int = 0
     reason: str = "signal"  # signal | too_small | zero_variance | anchor (solved, trained by solved_anchor)
+    # advantage.credit turn: each episode's advantage per agent turn (turn_credit.py); None: one per episode
+    turn_advantages: list[list[float]] | None = None
 
     @property
     def has_signal(self) -> bool:

@@ -24,6 +24,8 @@ NOT_IN_FINGERPRINT: dict[str, Any] = {
     "out": True, "threads": True, "checkpoint": True, "eval": True, "monitor": True, "save_rollouts": True,
     "concurrency": True, "engine": {"max_batch_size", "batch_wait_ms"},
     "rollout_workers": True,  # the workers sample with the trainer's weights and sampler: the same episodes
+    "preflight": True, "loss": {"reference_device"},  # where memory goes, not what is trained
+    "trl": {"vllm_server_host", "vllm_server_port", "vllm_server_timeout_s"},  # where the vLLM server is
 }
 # Settings that lived elsewhere before: (section, old name) → (section, new name).
 MOVED = {("advantage", "positive_only"): ("experimental", "positive_only"),
@@ -52,7 +54,9 @@ class EngineSettings(Section):
     device: str = "auto"
     """auto | cpu | cuda."""
     dtype: Literal["float32", "bfloat16"] = "float32"
-    """Weights dtype in memory."""
+    """Dtype of the weights the optimizer does not step (the LoRA base, the KL reference) and of the vLLM
+    engine. Weights the optimizer steps are kept in float32 (master weights; bf16 compute comes from
+    optim.precision): stored in bf16, an lr 1e-6 step would round away on every weight above ~5e-4."""
     max_batch_size: int = Field(64, ge=1)
     """Rows per generate call."""
     batch_wait_ms: float = Field(10.0, ge=0)
@@ -110,11 +114,26 @@ class AdvantageSettings(Section):
     """Divide by the group's std (false: Dr. GRPO's mean-centred advantages)."""
     baseline: str = "group_mean"
     """A registered advantage baseline: group_mean | leave_one_out (RLOO)."""
+    credit: str = "episode"
+    """A registered credit assignment: episode (every token of an episode gets its advantage) | turn (each agent
+    turn's tokens get the episode's advantage shifted by the progress that turn made, zero-sum within the
+    episode; the rollouts score the task's checks after every turn). docs/credit.md has the formula."""
+    turn_weight: float = Field(0.5, ge=0)
+    """credit turn: weight of a turn's centred progress credit, in units of its spread over the group's turns
+    (0: every token gets its episode's advantage)."""
+    turn_discount: float = Field(0.0, ge=0, le=1)
+    """credit turn: γ, how much of a turn's progress gain is shared back with the turns before it, γ^distance
+    each (0: each turn keeps its own gain)."""
 
     @field_validator("baseline")
     @classmethod
     def _known(cls, value: str) -> str:
         return _registered("baseline", value)
+
+    @field_validator("credit")
+    @classmethod
+    def _known_credit(cls, value: str) -> str:
+        return _registered("credit", value)
 
 
 class MismatchSettings(Section):
@@ -151,6 +170,9 @@ class LossSettings(Section):
     """The ratio's upper clip: 1 + clip_high (DAPO's clip-higher)."""
     kl_coef: float = Field(0.0, ge=0)
     """k3 KL to the reference (LoRA: the adapter switched off; full weights: a frozen copy)."""
+    reference_device: Literal["same", "cpu"] = "same"
+    """Full weights with kl_coef > 0: where the frozen reference copy is kept. cpu: in host memory, each
+    module moved to the GPU for its part of every micro-batch's reference forward (slower; saves its size)."""
     aggregation: str = "token_mean"
     """A registered aggregation: token_mean (DAPO) | sequence_mean (GRPO) | dr_grpo."""
     dr_grpo_constant: int | None = Field(None, ge=1)
@@ -305,6 +327,36 @@ EVAL_FOLLOWS_RUN = {"max_new_tokens": "sampling", "max_turns": "sampling", "max_
                     "timeout_s": "sampling", "done_tool": "sampling", "seed": None}
 
 
+class PreflightSettings(Section):
+    """The memory plan (toolgym.train.memory_plan), made from the model's config.json before any weight loads:
+    `toolgym train grpo --dry-run` prints it; a run on CUDA that cannot fit stops at start, naming what to change."""
+
+    enabled: bool = True
+    """Check the plan at the start of a CUDA run (false: start anyway)."""
+    gpu_memory_gib: float = Field(80.0, gt=0)
+    """Card memory planned for where torch sees no GPU (a visible GPU's own memory is used otherwise)."""
+    architecture: str | None = None
+    """A config.json to plan from while the model folder has none yet (e.g. before the SFT stage that writes it)."""
+    trained_share: float = Field(0.25, gt=0, le=1)
+    """Share of a micro-batch's tokens the loss trains (the model's own turns, not prompts or tool output): the
+    loss's vocabulary-wide float32 tensors grow with it."""
+
+
+class TrlSettings(Section):
+    """backend trl only: what TRL's GRPOTrainer needs beyond the settings both backends share (docs/launch.md
+    maps every setting onto TRL's GRPOConfig)."""
+
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    """engine.name vllm: colocate (an engine inside every training process) | server (`trl vllm-serve` on GPUs of
+    their own)."""
+    vllm_server_host: str = "127.0.0.1"
+    """server mode: the host `trl vllm-serve` listens on."""
+    vllm_server_port: int = Field(8000, ge=1, le=65535)
+    """server mode: its port."""
+    vllm_server_timeout_s: float = Field(240.0, gt=0)
+    """server mode: how long the trainer waits for the server to come up."""
+
+
 class MonitorSettings(Section):
     """Warn when tool calls per episode fall below `collapse_fraction` × the first steps' rate; stop the run
     after `max_all_error_steps` steps in a row whose every episode errored (infra, not learning)."""
@@ -335,6 +387,9 @@ def migrate_moved_settings(data: Any) -> Any:
 class GRPOSettings(Section):
     """Every GRPO setting but its tasks, model and out (the pipeline's `grpo.settings:`)."""
 
+    backend: Literal["toolgym", "trl"] = "toolgym"
+    """Who runs the update: toolgym (its own trainer) | trl (TRL's GRPOTrainer, driven by toolgym's episodes;
+    `pip install 'toolgym[integrations]'`; a setting TRL cannot honour is refused by name)."""
     split: Literal["train", "heldout_tasks", "heldout_env"] = "train"
     """The split GRPO trains on."""
     envs: list[str] | None = None
@@ -369,7 +424,9 @@ class GRPOSettings(Section):
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
     eval: PeriodicEvalSettings = Field(default_factory=PeriodicEvalSettings)
     monitor: MonitorSettings = Field(default_factory=MonitorSettings)
+    preflight: PreflightSettings = Field(default_factory=PreflightSettings)
     experimental: ExperimentalSettings = Field(default_factory=ExperimentalSettings)
+    trl: TrlSettings = Field(default_factory=TrlSettings)  # type: ignore[arg-type]
 
     @model_validator(mode="before")
     @classmethod
@@ -381,6 +438,9 @@ class GRPOSettings(Section):
         if self.experimental.kl_quiet_episodes and self.loss.kl_coef <= 0:
             raise ValueError("experimental.kl_quiet_episodes trains quiet groups for the KL term alone: "
                              "it needs loss.kl_coef > 0")
+        if self.advantage.credit != "episode" and self.experimental.positive_only:
+            raise ValueError(f"advantage.credit: {self.advantage.credit} shifts advantages between an episode's turns; "
+                             "experimental.positive_only leaves below-mean episodes alone: set one of them off")
         if self.off_policy.enabled and self.loss.mismatch.kind == "none":
             raise ValueError("off_policy.enabled trains on episodes sampled by older weights: set loss.mismatch.kind "
                              "to tis or mis so the importance weights correct for them")

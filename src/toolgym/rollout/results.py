@@ -119,6 +119,9 @@ def episode_to_row(episode: Episode, task: Task | None = None) -> dict[str, Any]
         "status": episode.status,
         "partial_score": None if errored else episode.partial_score,
         "checks": [c.model_dump(mode="json") for c in verdict.checks] if verdict else [],
+        # turn_progress: the share of checks holding on the seed and after each agent turn, and what flipped
+        "progress": episode.progress,
+        "check_flips": [f.model_dump(mode="json") for f in episode.check_flips],
         "final_answer": episode.final_answer,
         "total_tool_calls": tool_calls,
         "policy": episode.policy,

@@ -14,7 +14,7 @@ from toolgym.schema.checks import (
     ToolNotCalled,
     Verdict,
 )
-from toolgym.schema.episode import Episode, Status, StopReason, Timings, TokenTurn, TrainingSample
+from toolgym.schema.episode import CheckFlip, Episode, Status, StopReason, Timings, TokenTurn, TrainingSample
 from toolgym.schema.messages import Message, Role, ToolCall, ToolSpec
 from toolgym.schema.task import EVAL_SPLITS, SCHEMA_VERSION, Split, Task, UserScenario
 
@@ -24,6 +24,7 @@ __all__ = [
     "AnswerContains",
     "AnswerEquals",
     "Check",
+    "CheckFlip",
     "CheckResult",
     "DiffOnly",
     "Episode",

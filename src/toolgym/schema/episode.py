@@ -71,6 +71,19 @@ class TrainingSample(BaseModel):
         return self
 
 
+class CheckFlip(BaseModel):
+    """A check whose earned share of its weight changed during one agent turn: up when a write landed,
+    down when one was undone or did collateral damage (lost progress)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int  # the agent turn (1 = the first), whose state after it differs from the state before it
+    check: int  # index among the verdict's checks
+    label: str
+    before: float  # earned share of the check's weight before the turn, 0..1
+    after: float
+
+
 class Timings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -110,6 +123,11 @@ class Episode(BaseModel):
     user_simulator: str | None = None
     user_termination: str | None = None
     teacher_mistake: str | None = None  # the mistake an imperfect teacher played in this episode, if any
+    # With the loop's turn_progress on (toolgym.verify.progress): the weighted share of the task's checks
+    # holding on the seed state (progress[0]) and after each agent turn t (progress[t]); the last is the
+    # verdict's partial_score. None: not tracked.
+    progress: list[float] | None = None
+    check_flips: list[CheckFlip] = Field(default_factory=list)
 
     @property
     def reward(self) -> float:

@@ -6,6 +6,8 @@ Shared, trainer-agnostic modules (GRPO builds on these too):
 - `optim`: AdamW parameter groups and transformers' warmup + cosine/linear/constant schedules;
 - `checkpoint`: atomic accelerate checkpoints (LoRA: adapter only), exports of loadable models;
 - `metrics`: metrics.jsonl plus optional TensorBoard / W&B through accelerate;
-- `runtime`: device, bf16 policy, model/tokenizer loading, LoRA wrapping.
+- `runtime`: device, bf16 policy, model/tokenizer loading, LoRA wrapping;
+- `architecture`: a decoder's shape and parameter counts from its config.json alone;
+- `memory_plan`: a run's per-GPU memory from that shape, before any weight loads.
 Stages: `sft_data` (rows → samples), `sft` (the SFT loop), `rft` (sample → select → convert → SFT).
 """

@@ -29,7 +29,10 @@ def load_model_for_grpo(config: GRPOConfig) -> Any:
         setattr(model_config, field_name, {**(getattr(model_config, field_name, None) or {}), **engine.rope_scaling})
     if engine.max_position_embeddings is not None:
         model_config.max_position_embeddings = engine.max_position_embeddings
-    dtype = torch.bfloat16 if engine.dtype == "bfloat16" else torch.float32
+    # Full weights load in float32: the optimizer steps them (master weights). Only frozen weights (a LoRA base)
+    # are stored in engine.dtype.
+    frozen = torch.bfloat16 if engine.dtype == "bfloat16" else torch.float32
+    dtype = frozen if config.lora.enabled else torch.float32
     model = AutoModelForCausalLM.from_pretrained(str(path), config=model_config, dtype=dtype, local_files_only=True)
     if config.optim.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -37,6 +40,16 @@ def load_model_for_grpo(config: GRPOConfig) -> Any:
             model.enable_input_require_grads()
     if config.lora.enabled:
         model = apply_lora(model, config.lora)
+    return keep_master_weights_fp32(model)
+
+
+def keep_master_weights_fp32(model: Any) -> Any:
+    """Every parameter the optimizer steps in float32: in bf16, `w - lr·u` rounds back to `w` whenever the step
+    is below half of w's bf16 spacing (|w|·2^-9 to |w|·2^-8), so at lr 1e-6 most of an update would vanish.
+    The forward still computes in bf16 under autocast (optim.precision)."""
+    for parameter in model.parameters():
+        if parameter.requires_grad and parameter.dtype != torch.float32:
+            parameter.data = parameter.data.float()
     return model
 
 

@@ -14,7 +14,6 @@ the same command resumes as if the run had never stopped. Evals land in `OUT/eva
 from __future__ import annotations
 
 import asyncio
-import copy
 import random
 import time
 from collections.abc import Callable
@@ -26,6 +25,8 @@ import torch
 
 from toolgym.algorithms.advantages import Group, GroupStats, build_groups
 from toolgym.algorithms.losses import cross_entropy_logprobs
+from toolgym.algorithms.registry import lookup
+from toolgym.algorithms.turn_credit import assign_credit, credit_metrics
 from toolgym.dataset.manifest import write_manifest
 from toolgym.envs import Environment, make_env
 from toolgym.policy.base import SamplingParams
@@ -53,6 +54,8 @@ from toolgym.train.grpo.model_setup import (
 )
 from toolgym.train.grpo.off_policy import RolloutPrefetch, SampledStep, sample_now, within_staleness
 from toolgym.train.grpo.periodic_eval import evaluate_step
+from toolgym.train.grpo.preflight import PreflightError, check_preflight
+from toolgym.train.grpo.reference import build_reference
 from toolgym.train.grpo.result import GRPOError, GRPOResult, progress_bar, stats_text
 from toolgym.train.grpo.rollouts import make_rollout_pool, step_sampling
 from toolgym.train.grpo.run_state import manifest_fields, resume_state, save_state
@@ -124,16 +127,22 @@ class _Run:
             check_launch(self.accelerator, config.engine.name, config.off_policy.enabled)
         except DistributedGRPOError as exc:
             raise GRPOError(str(exc)) from exc
+        if device.startswith("cuda") and config.preflight.enabled:  # refuse before the weights load, not in an OOM
+            try:
+                note = check_preflight(config, processes=self.accelerator.num_processes,
+                                       device=str(self.accelerator.device))
+            except PreflightError as exc:
+                raise GRPOError(str(exc)) from exc
+            if note:
+                self.say(note)
         set_seed(config.seed)
         self.tokenizer = AutoTokenizer.from_pretrained(config.model, local_files_only=True)
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else (self.tokenizer.eos_token_id or 0))
         model = load_model_for_grpo(config)
         disable_dropout(model)
-        self.reference_model = None
-        if config.loss.kl_coef > 0 and not config.lora.enabled:
-            # Full fine-tuning has no switch-off for its update: the reference is a frozen copy of the start.
-            self.reference_model = copy.deepcopy(model).eval().requires_grad_(False)
+        # Full fine-tuning has no switch-off for its update: with KL, the reference is a frozen copy of the start.
+        self.reference_model = build_reference(model, config, self.accelerator.device)
         optimizer = build_optimizer(model, config.optim.lr, config.optim.weight_decay,
                                     name=config.experimental.optimizer, momentum=config.experimental.momentum)
         total_updates = config.steps * config.optim.mini_batches * config.optim.update_epochs
@@ -142,8 +151,6 @@ class _Run:
         self.accelerator.register_for_checkpointing(self.scheduler)
         if config.lora.enabled:
             install_adapter_hooks(self.accelerator)
-        if self.reference_model is not None:
-            self.reference_model.to(self.accelerator.device)
         autocast_dtype = torch.bfloat16 if self.accelerator.mixed_precision == "bf16" else None
         self.policy = build_rollout_engine(config, self.accelerator.unwrap_model(self.model), self.tokenizer,
                                            name=f"grpo:{self.out.resolve()}", device=str(self.accelerator.device),
@@ -152,8 +159,10 @@ class _Run:
         self.sampling = SamplingParams(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k,
                                        max_new_tokens=sampling.max_new_tokens, stop=list(sampling.stop))
         slots = config.concurrency or config.tasks_per_step * config.samples_per_task
+        self.turn_progress = lookup("credit", config.advantage.credit).turn_progress
+        limits = sampling.model_copy(update={"turn_progress": True}) if self.turn_progress else sampling
         self.pool = make_rollout_pool(config, self.policy, slots=slots, env_factory=self.env_factory,
-                                      limits=sampling, out=self.out)
+                                      limits=limits, out=self.out)
         self.metrics = MetricsLog(self.out, self.accelerator)
         if config.off_policy.enabled:
             self.prefetch = RolloutPrefetch(self.sample_step)
@@ -268,6 +277,7 @@ class _Run:
                         [{**episode_to_row(e, task_of.get(e.task_id)), "policy_version": sampled.versions[i],
                           "staleness": sampled.staleness(i)} for i, e in enumerate(episodes)])
         groups, group_stats = self.build_groups(episodes)
+        assign_credit(groups, config.advantage)  # credit episode: every group stays as build_groups left it
         for group in groups:
             self.curriculum.record(group.task_id, len(group.episodes), sum(e.succeeded for e in group.episodes))
         if self.prefetch is not None and step + 1 < config.steps:  # the next step samples during this update
@@ -296,6 +306,7 @@ class _Run:
                                "seconds_update": round(update_s, 3), **sampled.row(), **off_policy,
                                "curriculum_weights": self.curriculum.weight_counts(),
                                "families": family_counts(groups, self.tasks_by_id),
+                               **(credit_metrics(episodes, groups) if self.turn_progress else {}),
                                **getattr(self.policy, "sync_metrics", dict)(),  # vllm: the step's weight sync
                                **getattr(self.pool, "sync_metrics", dict)()}  # Ray workers: the step's weight load
         row["tool_call_collapse"] = check_collapse(row, state, config.monitor, self.say)

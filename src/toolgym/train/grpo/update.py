@@ -36,6 +36,7 @@ from toolgym.schema import TrainingSample
 from toolgym.train.batching import IGNORE_INDEX, Batch, collate, micro_batches, prefix_keys, supervised_count
 from toolgym.train.distributed import shard_step
 from toolgym.train.grpo.mismatch import StepCorrection, step_correction
+from toolgym.train.grpo.turn_tokens import token_advantages
 from toolgym.train.loss import supervised_logits
 
 
@@ -47,6 +48,7 @@ class TrainItem:
     advantage: float
     weight: float
     episode: int  # index of the episode among the step's trained episodes
+    token_advantages: list[float] | None = None  # advantage.credit turn: one per input position (its turn's)
 
 
 @dataclass
@@ -110,12 +112,18 @@ def trained_episode_count(group: Group, kl_quiet_episodes: int = 0) -> int:
 
 
 def train_items(groups: list[Group], kl_quiet_episodes: int = 0) -> list[list[TrainItem]]:
-    """Per trained episode (see `trained_episode_count`), its samples with the episode's advantage."""
+    """Per trained episode (see `trained_episode_count`), its samples with the episode's advantage (turn
+    credit: and each token's, its turn's)."""
     episodes: list[list[TrainItem]] = []
     for group in groups:
         count = trained_episode_count(group, kl_quiet_episodes)
-        for episode, advantage in zip(group.episodes[:count], group.advantages[:count], strict=True):
-            items = [TrainItem(sample, advantage, 0.0, len(episodes)) for sample in episode.samples
+        for index, (episode, advantage) in enumerate(zip(group.episodes[:count], group.advantages[:count],
+                                                         strict=True)):
+            per_token: list[list[float] | None] = (
+                list(token_advantages(episode, group.turn_advantages[index]))
+                if group.turn_advantages is not None else [None] * len(episode.samples))
+            items = [TrainItem(sample, advantage, 0.0, len(episodes), tokens)
+                     for sample, tokens in zip(episode.samples, per_token, strict=True)
                      if supervised_count(sample) > 0]
             if items:
                 episodes.append(items)
@@ -128,7 +136,8 @@ def with_weights(episodes: list[list[TrainItem]], aggregation: str, constant: in
     weights = token_weights(counts, aggregation, constant)
     flat: list[TrainItem] = []
     for items, weight in zip(episodes, weights, strict=True):
-        flat.extend(TrainItem(item.sample, item.advantage, weight, item.episode) for item in items)
+        flat.extend(TrainItem(item.sample, item.advantage, weight, item.episode, item.token_advantages)
+                    for item in items)
     return flat
 
 
@@ -159,7 +168,10 @@ def _aligned(items: list[TrainItem], batch: Batch) -> Aligned:
     for row, item in enumerate(items):
         n = len(item.sample.input_ids)
         sampler[row, : n - 1] = torch.tensor(item.sample.sampler_logprobs[1:], dtype=torch.float32)
-        advantages[row, : n - 1] = item.advantage
+        if item.token_advantages is None:
+            advantages[row, : n - 1] = item.advantage
+        else:  # position t predicts token t + 1: the advantage of the token it predicts
+            advantages[row, : n - 1] = torch.tensor(item.token_advantages[1:], dtype=torch.float32)
         weights[row, : n - 1] = item.weight
         episodes[row, : n - 1] = item.episode
     selected = (batch.targets != IGNORE_INDEX).cpu()
