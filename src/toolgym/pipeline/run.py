@@ -106,7 +106,12 @@ def run_pipeline(config: PipelineConfig, *, console: Any | None = None, progress
 
         torch.set_num_threads(config.threads)
     if config.grpo.enabled:  # fail before hours of SFT, not after
-        config.grpo_config("tasks", "model", "out").check_engine()
+        grpo = config.grpo_config("tasks", "model", "out")
+        grpo.check_engine()
+        if grpo.backend == "trl":
+            from toolgym.integrations.trl_grpo.settings import check_trl_config
+
+            check_trl_config(grpo)
     run = Path(config.out)
     run.mkdir(parents=True, exist_ok=True)
     ctx = stages.Context(config=config, run=run, console=console, progress=progress)

@@ -373,7 +373,12 @@ def run_grpo_stage(ctx: Context) -> dict[str, Any]:
     start = ctx.grpo_input()
     model = full_model(start, "grpo", "sft.merge (or rft.settings.sft.merge)")
     config = ctx.config.grpo_config(str(rl_tasks_file(ctx)), str(model), str(ctx.stage_dir("grpo")))
-    result = run_grpo(config, console=ctx.console, progress=ctx.progress)
+    if config.backend == "trl":
+        from toolgym.integrations.trl_grpo.run import run_trl_grpo
+
+        result = run_trl_grpo(config, console=ctx.console)
+    else:
+        result = run_grpo(config, console=ctx.console, progress=ctx.progress)
     return {"steps": result.steps, "started_from": str(model), "first_success_rate": result.first_success_rate,
             "last_success_rate": result.last_success_rate, "best": result.best, "final": result.final_dir}
 
