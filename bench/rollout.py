@@ -1,49 +1,49 @@
 """Benchmark: episodes/minute of the batched HFPolicy at 32 concurrent episodes vs one at a time.
 
     python bench/rollout.py [--episodes 64] [--concurrency 32] [--max-new-tokens 64] [--threads 1] [--model-dir DIR]
-                            [--apps code_host,forum] [--repeats 3]
+                            [--apps code_host,forum] [--repeats 3] [--out result.json]
 
-Same tasks, same tiny model (built with init_tiny unless --model-dir is given), same seeded
-sampling, in one process: first one episode at a time, then `--concurrency` episodes in flight
-sharing one HFPolicy whose pending turns are decoded together as batches. Prints both rates, the
-ratio of their medians over `--repeats` interleaved runs (target ≥ 5×), how many batches each side
-ran, and the machine's load average before and after (on a shared machine the ratio moves with it).
+Same tasks, same model (the shipped default, pre-trained on tool use, so episodes make tool calls; a random
+`init_tiny` would not), same seeded sampling, in one process: one episode at a time against `--concurrency`
+episodes in flight sharing one HFPolicy whose pending turns are decoded together as batches. The two sides
+alternate over `--repeats` runs (which goes first alternates too), so a change in the machine's load hits
+both. Prints each side's median rate with its min–max, the ratio of the medians with the min–max of the
+per-run ratios, and the work each side did: the bench exits non-zero, with the reason, when a side
+averaged fewer than `--min-tool-calls` tool calls per episode, or the sides' completion tokens, turns or
+tool calls per episode differ by more than `--work-tolerance`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-import torch
-
-from toolgym.agent.limits import EpisodeLimits
-from toolgym.dataset.build import BuildConfig, generate_app_tasks
-from toolgym.envs import app_names, get_app
-from toolgym.model.tiny import init_tiny
-from toolgym.policy.base import SamplingParams
-from toolgym.policy.hf import HFPolicy
-from toolgym.rollout.runner import run_rollout
-from toolgym.schema import Task
+DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "src" / "toolgym" / "model" / "default"
 
 
-def bench_tasks(count: int, apps: list[str] | None = None) -> list[Task]:
+def bench_tasks(count: int, apps: list[str] | None = None) -> list[Any]:
     """`count` tasks spread over the given apps (default: every registered app that builds), round-robin."""
+    from toolgym.dataset.build import BuildConfig, generate_app_tasks
+    from toolgym.envs import app_names, get_app
+
     names = apps or app_names()
     config = BuildConfig(apps=names, tasks_per_family=max(1, count // (4 * len(names)) + 1), heldout_envs=[],
                          compositions=[])
-    by_env: dict[str, list[Task]] = {}
+    by_env: dict[str, list[Any]] = {}
     for name in config.apps:
         try:
             by_env[name] = generate_app_tasks(get_app(name), config)
         except Exception as exc:  # an app under construction must not stop the benchmark
             print(f"skipping app {name}: {type(exc).__name__}: {exc}")
-    chosen: list[Task] = []
+    chosen: list[Any] = []
     while len(chosen) < count and any(by_env.values()):
         for queue in by_env.values():
             if queue and len(chosen) < count:
@@ -51,71 +51,149 @@ def bench_tasks(count: int, apps: list[str] | None = None) -> list[Task]:
     return chosen
 
 
-def measure(model_dir: Path, tasks: list[Task], concurrency: int, sampling: SamplingParams, max_turns: int,
-            out: Path) -> tuple[float, int, int]:
-    """(episodes per minute, episodes, batches decoded) for one configuration."""
-    policy = HFPolicy(model_dir, max_batch_size=max(concurrency, 1))
-
-    async def run() -> float:
-        started = time.perf_counter()
-        try:
-            summary = await run_rollout(tasks, policy, out_dir=out, concurrency=concurrency, sampling=sampling,
-                                        limits=EpisodeLimits(max_turns=max_turns, timeout_s=3600))
-        finally:
-            await policy.close()
-        if summary.error:
-            raise RuntimeError(f"{summary.error} episode(s) failed: {summary.errors_by_cause}")
-        return time.perf_counter() - started
-
-    seconds = asyncio.run(run())
-    return len(tasks) / seconds * 60.0, len(tasks), policy.generate_calls
+def episode_work(out: Path) -> dict[str, float]:
+    """What a rollout's episodes did, from its results.jsonl: the numbers two sides must share to compare."""
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
+    count = len(rows) or 1
+    return {
+        "episodes": len(rows),
+        "completion_tokens_per_episode": sum(r["token_usage"]["output_tokens"] for r in rows) / count,
+        "turns_per_episode": sum(r["metrics"]["turns"] for r in rows) / count,
+        "tool_calls_per_episode": sum(r["metrics"]["tool_calls"] for r in rows) / count,
+    }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def side_summary(rates: list[float], work: list[dict[str, float]]) -> dict[str, Any]:
+    """One side over its runs: the rates (median, min–max) and its work averaged over the runs."""
+    return {
+        "episodes_per_minute": rates, "median": statistics.median(rates), "min": min(rates), "max": max(rates),
+        **{key: statistics.fmean(w[key] for w in work) for key in work[0]},
+    }
+
+
+def ratio_summary(top: dict[str, Any], bottom: dict[str, Any]) -> dict[str, Any]:
+    """The ratio of two sides' median rates, and the min–max of the per-run ratios."""
+    per_run = [a / b for a, b in zip(top["episodes_per_minute"], bottom["episodes_per_minute"], strict=True)]
+    return {"median": top["median"] / bottom["median"], "per_run": per_run, "min": min(per_run), "max": max(per_run)}
+
+
+def work_problems(sides: dict[str, dict[str, Any]], tolerance: float, min_tool_calls: float) -> list[str]:
+    """Why the sides did not do the same tool-use work (empty when they did): each reason fails the bench."""
+    found = []
+    for name, side in sides.items():
+        if side["tool_calls_per_episode"] < min_tool_calls or side["tool_calls_per_episode"] == 0:
+            found.append(f"{name}: {side['tool_calls_per_episode']:.2f} tool calls per episode: not a tool-use "
+                         "workload")
+    if len({side["episodes"] for side in sides.values()}) > 1:
+        found.append("the sides ran different numbers of episodes: "
+                     + ", ".join(f"{n} {s['episodes']:.0f}" for n, s in sides.items()))
+    for key in ("completion_tokens_per_episode", "turns_per_episode", "tool_calls_per_episode"):
+        values = [side[key] for side in sides.values()]
+        if min(values) > 0 and max(values) / min(values) > 1 + tolerance:
+            found.append(f"{key} differ by more than {tolerance:.0%}: "
+                         + ", ".join(f"{n} {s[key]:.2f}" for n, s in sides.items()))
+    return found
+
+
+def finish(result: dict[str, Any], out: Path | None) -> None:
+    """Write the JSON, then exit non-zero with the reasons when the sides' work differed."""
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
+    if result["problems"]:
+        sys.exit("the sides did not do the same tool-use work:\n  " + "\n  ".join(result["problems"]))
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options both rollout benches share."""
     parser.add_argument("--episodes", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--max-turns", type=int, default=3)
-    parser.add_argument("--model-dir", type=Path, default=None)
-    parser.add_argument("--repeats", type=int, default=3,
-                        help="serial and batched runs, interleaved; the medians are compared (one run of each "
-                             "moves by ±30%% with the host's load)")
+    parser.add_argument("--model-dir", type=Path, default=DEFAULT_MODEL)
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each side, alternated; medians compared")
     parser.add_argument("--apps", default=None,
                         help="comma-separated apps to draw tasks from (default: every app; the prompt prefix "
                              "cache shares a system prompt only between episodes of one app)")
+    parser.add_argument("--work-tolerance", type=float, default=0.3,
+                        help="largest relative gap between sides in completion tokens, turns or tool calls per episode")
+    parser.add_argument("--min-tool-calls", type=float, default=0.5,
+                        help="fewest tool calls per episode a side must average for a tool-use workload (the "
+                             "shipped default model averages about one: most episodes call one tool and answer)")
+    parser.add_argument("--out", type=Path, default=None, help="write the numbers as JSON here")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_arguments(parser)
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads for both runs (0: torch's default). 1 keeps the comparison about "
+                        help="torch CPU threads for both sides (0: torch's default). 1 keeps the comparison about "
                              "batching: on a shared CPU, extra threads mostly slow small one-row steps down")
     args = parser.parse_args()
+    import torch
+
+    from toolgym.agent.limits import EpisodeLimits
+    from toolgym.policy.base import SamplingParams
+    from toolgym.policy.hf import HFPolicy
+    from toolgym.rollout.runner import run_rollout
+
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    tasks = bench_tasks(args.episodes, args.apps.split(",") if args.apps else None)
+    sampling = SamplingParams(temperature=1.0, max_new_tokens=args.max_new_tokens, seed=1)
 
+    def measure(concurrency: int, out: Path) -> tuple[float, int]:
+        """(episodes per minute, batches decoded) of one rollout of every task."""
+        policy = HFPolicy(args.model_dir, max_batch_size=max(concurrency, 1))
+
+        async def run() -> float:
+            started = time.perf_counter()
+            try:
+                summary = await run_rollout(tasks, policy, out_dir=out, concurrency=concurrency, sampling=sampling,
+                                            limits=EpisodeLimits(max_turns=args.max_turns, timeout_s=3600))
+            finally:
+                await policy.close()
+            if summary.error:
+                raise RuntimeError(f"{summary.error} episode(s) failed: {summary.errors_by_cause}")
+            return time.perf_counter() - started
+
+        return len(tasks) / asyncio.run(run()) * 60.0, policy.generate_calls
+
+    names = {1: "serial", args.concurrency: "batched"}
+    print(f"model {args.model_dir} · {len(tasks)} episodes over {len({t.env for t in tasks})} apps · "
+          f"{args.max_new_tokens} new tokens/turn · torch threads {torch.get_num_threads()} · "
+          f"load {os.getloadavg()[0]:.2f}", flush=True)
+    rates: dict[str, list[float]] = {"serial": [], "batched": []}
+    work: dict[str, list[dict[str, float]]] = {"serial": [], "batched": []}
     with tempfile.TemporaryDirectory(prefix="toolgym-bench-rollout-") as scratch:
-        root = Path(scratch)
-        model_dir = args.model_dir or init_tiny(root / "tiny", seed=0)
-        tasks = bench_tasks(args.episodes, args.apps.split(",") if args.apps else None)
-        sampling = SamplingParams(temperature=1.0, max_new_tokens=args.max_new_tokens, seed=1)
-        print(f"model {model_dir} · {len(tasks)} episodes over {len({t.env for t in tasks})} apps · "
-              f"{args.max_new_tokens} new tokens/turn · torch threads {torch.get_num_threads()} · "
-              f"load {os.getloadavg()[0]:.2f}")
-        serial_rates, batched_rates = [], []
-        for repeat in range(args.repeats):  # interleaved, so a change in the machine's load hits both sides
-            serial_rate, _, serial_calls = measure(model_dir, tasks, 1, sampling, args.max_turns,
-                                                   root / f"serial-{repeat}")
-            batched_rate, _, batched_calls = measure(model_dir, tasks, args.concurrency, sampling, args.max_turns,
-                                                     root / f"batched-{repeat}")
-            serial_rates.append(serial_rate)
-            batched_rates.append(batched_rate)
-            print(f"  run {repeat + 1}: one at a time {serial_rate:7.1f} episodes/min ({serial_calls} batches) · "
-                  f"{args.concurrency} concurrent {batched_rate:7.1f} episodes/min ({batched_calls} batches) · "
-                  f"{batched_rate / serial_rate:.1f}x")
-        serial, batched = statistics.median(serial_rates), statistics.median(batched_rates)
-        print(f"one at a time:          {serial:8.1f} episodes/min (median of {args.repeats})")
-        print(f"{args.concurrency:>2} concurrent (batched): {batched:8.1f} episodes/min (median of {args.repeats})")
-        ratio = batched / serial
-        print(f"speed-up: {ratio:.1f}x (target >= 5x) {'OK' if ratio >= 5 else 'BELOW TARGET'} · "
-              f"load {os.getloadavg()[0]:.2f}")
+        for repeat in range(args.repeats):  # alternated, so a change in the machine's load hits both sides
+            order = [1, args.concurrency] if repeat % 2 == 0 else [args.concurrency, 1]
+            line = []
+            for concurrency in order:
+                name = names[concurrency]
+                out = Path(scratch) / f"{name}-{repeat}"
+                rate, batches = measure(concurrency, out)
+                rates[name].append(rate)
+                work[name].append({**episode_work(out), "batches": batches})
+                line.append(f"{name} {rate:7.1f} episodes/min ({batches} batches)")
+            print(f"  run {repeat + 1}: " + " · ".join(line)
+                  + f" · {rates['batched'][-1] / rates['serial'][-1]:.2f}x", flush=True)
+    sides = {name: side_summary(rates[name], work[name]) for name in rates}
+    result: dict[str, Any] = {
+        "model": str(args.model_dir), "episodes": len(tasks), "concurrency": args.concurrency,
+        "max_new_tokens": args.max_new_tokens, "max_turns": args.max_turns, "threads": torch.get_num_threads(),
+        "repeats": args.repeats, "sides": sides, "ratios": {"batched/serial": ratio_summary(sides["batched"],
+                                                                                             sides["serial"])},
+    }
+    result["problems"] = work_problems(sides, args.work_tolerance, args.min_tool_calls)
+    for name, side in sides.items():
+        print(f"{name:>8}: {side['median']:8.1f} episodes/min (median of {args.repeats}, min–max {side['min']:.1f}–"
+              f"{side['max']:.1f}) · {side['completion_tokens_per_episode']:.1f} completion tokens, "
+              f"{side['turns_per_episode']:.2f} turns, {side['tool_calls_per_episode']:.2f} tool calls per episode")
+    ratio = result["ratios"]["batched/serial"]
+    print(f"batched / serial: {ratio['median']:.2f}x (per run {ratio['min']:.2f}–{ratio['max']:.2f}x) · "
+          f"load {os.getloadavg()[0]:.2f}")
+    finish(result, args.out)
 
 
 if __name__ == "__main__":
