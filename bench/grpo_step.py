@@ -49,6 +49,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rollout import finish  # the benches share one exit rule
+
 TASKS_PER_STEP = 4
 SAMPLES_PER_TASK = 8
 MAX_TURNS = 4
@@ -589,15 +592,6 @@ def main() -> None:
     result["problems"] = problems(result, args.work_tolerance)
     print("\n".join(report(result)) + f"\n  load {os.getloadavg()[0]:.2f}")
     finish(result, args.out)
-
-
-def finish(result: dict[str, Any], out: Path | None) -> None:
-    """Write the JSON, then exit non-zero with the reasons when the sides did not do the same real work."""
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n")
-    if result["problems"]:
-        sys.exit("the sides did not do the same real work:\n  " + "\n  ".join(result["problems"]))
 
 
 def _require_trl() -> None:

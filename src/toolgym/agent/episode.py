@@ -3,8 +3,8 @@
 Token mode keeps every turn's exact prompt ids, sampled ids and log-probs; each later prompt is
 the previous prompt + sampled ids + the rendered observation, never a re-render of the history.
 Infrastructure failures (env, policy, user simulator, verifier) end the episode with
-`status="error"` and no reward (ARCHITECTURE decision 3); limits end it as "truncated" with the
-reason named, never silently.
+`status="error"` and no reward; limits end it as "truncated" with the reason named, never
+silently.
 """
 
 from __future__ import annotations
