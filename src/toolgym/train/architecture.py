@@ -9,10 +9,11 @@ layer has two RMSNorms of the hidden size, the model a final one; lm_head is the
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from toolgym.schema.documents import read_json
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
 LINEAR_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -69,7 +70,7 @@ class Architecture:
         path = Path(path)
         if path.is_dir():
             path = path / "config.json"
-        return cls.from_config(json.loads(path.read_text(encoding="utf-8")))
+        return cls.from_config(read_json(path))
 
     def linear_shapes(self) -> dict[str, tuple[int, int]]:
         """(in, out) features of each linear layer of one decoder layer, by module name."""
