@@ -72,15 +72,47 @@ def test_settings_become_their_grpo_config_fields(tmp_path: Path) -> None:
 
 
 def test_settings_trl_cannot_honour_are_refused_by_name(tmp_path: Path) -> None:
-    config = trl_config(tmp_path, tmp_path / "run", curriculum={"enabled": True},
+    config = trl_config(tmp_path, tmp_path / "run",
                         advantage={"baseline": "leave_one_out"}, eval={"enabled": True},
                         experimental={"positive_only": True}, optim={"mini_batches": 2, "precision": "fp32"})
     with pytest.raises(ConfigError) as caught:
         check_trl_config(config)
-    for name in ("curriculum.enabled", "advantage.baseline", "eval.enabled", "experimental.positive_only",
-                 "optim.mini_batches"):
+    for name in ("advantage.baseline", "eval.enabled", "experimental.positive_only", "optim.mini_batches"):
         assert name in str(caught.value)
     check_trl_config(trl_config(tmp_path, tmp_path / "run"))  # the test config itself maps
+
+
+def test_the_curriculum_picks_each_group_s_task_on_every_rank_alike(tmp_path: Path) -> None:
+    from toolgym.integrations.trl_grpo.rollout import task_prompt
+    from toolgym.integrations.trl_grpo.task_draw import TaskDraw
+    from toolgym.schema import Task
+    from toolgym.schema.jsonl import read_models
+
+    config = trl_config(tmp_path, tmp_path / "run", tasks_per_step=2, samples_per_task=3,
+                        curriculum={"enabled": True, "min_attempts": 3, "easy_above": 0.5, "easy_weight": 1e-6})
+    tasks = {t.id: t for t in read_models(Path(config.tasks), Task)}
+    draw = TaskDraw(config, tasks, tmp_path / "trl")
+    # TRL's layout: 2 groups of 3 copies, dealt to 2 ranks in contiguous slices of 3; its prompts are uniform draws
+    trl_prompts = [task_prompt(tasks["toy/parity/0"])] * 3 + [task_prompt(tasks["toy/parity/1"])] * 3
+    played = draw.tasks_for(trl_prompts[:3], 0, 0) + draw.tasks_for(trl_prompts[3:], 0, 3)
+    first, second = draw.step_tasks(0)
+    assert [t.id for t in played] == [first] * 3 + [second] * 3 and first != second
+    # a group solved every time becomes easy: its weight drops on every rank that recorded the same groups
+    from toolgym.algorithms.advantages import build_groups
+    from toolgym.schema import Episode
+    from toolgym.schema.checks import Verdict
+
+    solved = [Episode(task_id=first, env="toy", verdict=Verdict(reward=1.0, partial_score=1.0)) for _ in range(3)]
+    groups, _ = build_groups(solved, lambda env: 0.0)
+    draw.record(0, groups, main=True)
+    assert draw.curriculum.weight(first) == pytest.approx(1e-6) and draw.curriculum.weight(second) == 1.0
+    resumed = TaskDraw(config, tasks, tmp_path / "trl")
+    resumed.resume(1)  # the state after step 1, as a resumed run reads it
+    assert resumed.step_tasks(1) == draw.step_tasks(1) and resumed.curriculum.to_dict() == draw.curriculum.to_dict()
+    with pytest.raises(FileNotFoundError, match=r"step-2\.json"):
+        resumed.resume(2)
+    with pytest.raises(RuntimeError, match="consecutive copies"):
+        draw.tasks_for([task_prompt(tasks["toy/parity/0"]), task_prompt(tasks["toy/parity/1"])], 0, 0)
 
 
 def test_the_cli_refuses_an_unmapped_setting_before_loading_anything(tmp_path: Path) -> None:
@@ -188,7 +220,8 @@ def test_a_killed_trl_run_resumes_from_trl_s_checkpoint(tmp_path: Path) -> None:
     import time
 
     out = tmp_path / "run"
-    config = trl_config(tmp_path, out, checkpoint={"save_every": 1, "keep": 2})
+    config = trl_config(tmp_path, out, checkpoint={"save_every": 1, "keep": 2}, tasks_per_step=2,
+                        curriculum={"enabled": True, "min_attempts": 4})
     path = tmp_path / "c.json"
     path.write_text(json.dumps(config.model_dump(mode="json")))
     script = str(ROOT / "tests" / "test_trl_grpo_support.py")
@@ -206,6 +239,17 @@ def test_a_killed_trl_run_resumes_from_trl_s_checkpoint(tmp_path: Path) -> None:
     assert manifest["status"] == "complete" and manifest["result"]["steps"] == 2
     assert manifest["resumed_from_step"] >= 1  # TRL's checkpoint, not a fresh start
     assert [r["step"] for r in read_jsonl(out / "metrics.jsonl")] == [1, 2]  # no row twice, none missing
+    # the curriculum resumed from its state after step 1: step 2 played the tasks that state draws, whole groups
+    from toolgym.integrations.trl_grpo.task_draw import TaskDraw
+    from toolgym.schema import Task
+    from toolgym.schema.jsonl import read_models
+
+    draw = TaskDraw(config, {t.id: t for t in read_models(Path(config.tasks), Task)}, out / "trl")
+    draw.resume(1)
+    assert sum(draw.curriculum.groups.values()) == 2  # step 1's two groups, recorded once
+    played = [e["task_id"] for e in read_jsonl(out / "rollouts" / "step-2.jsonl")]
+    expected = draw.step_tasks(1)
+    assert played == [expected[0]] * 4 + [expected[1]] * 4
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ from toolgym.agent.samples import build_samples
 from toolgym.algorithms.advantages import shaped_reward
 from toolgym.config.grpo import GRPOConfig
 from toolgym.envs import Environment
+from toolgym.integrations.trl_grpo.task_draw import TaskDraw
 from toolgym.policy.base import SamplingParams
 from toolgym.schema import Episode, Task
 from toolgym.train.grpo.policy import SharedModelPolicy
@@ -64,9 +65,10 @@ class ToolgymRollout:
 
     def __init__(self, config: GRPOConfig, tasks_by_id: dict[str, Task], *,
                  env_factory: Callable[[str], Environment],
-                 on_batch: Callable[[SampledBatch, Any], None]) -> None:
+                 on_batch: Callable[[SampledBatch, Any], None], draw: TaskDraw | None = None) -> None:
         self.config = config
         self.tasks_by_id = tasks_by_id
+        self.draw = draw  # curriculum.enabled: toolgym draws each group's task
         self.env_factory = env_factory
         self.on_batch = on_batch
         sampling = config.sampling
@@ -101,8 +103,11 @@ class ToolgymRollout:
         began = time.perf_counter()
         step = trainer.state.global_step // trainer.args.num_iterations  # toolgym's step: one generation batch
         self.policy.weights_changed(f"{self.config.out}@step-{step}")
-        tasks = [self.tasks_by_id[str(p).removeprefix(PROMPT_PREFIX)] for p in prompts]
         first_index = trainer.accelerator.process_index * len(prompts)  # distinct episode seeds on every rank
+        if self.draw is not None:
+            tasks = self.draw.tasks_for([str(p) for p in prompts], step, first_index)
+        else:
+            tasks = [self.tasks_by_id[str(p).removeprefix(PROMPT_PREFIX)] for p in prompts]
         episodes = asyncio.run(self._play(tasks, step_sampling(self.sampling, self.config.seed, step), first_index))
         self.on_batch(SampledBatch(step, episodes, time.perf_counter() - began), trainer)
         return self.samples(episodes, trainer.processing_class)

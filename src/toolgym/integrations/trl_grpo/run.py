@@ -19,8 +19,9 @@ from toolgym.config.grpo import GRPOConfig
 from toolgym.dataset.manifest import write_manifest
 from toolgym.envs import Environment, make_env
 from toolgym.integrations.trl_grpo.rollout import ToolgymRollout, task_rows, toolgym_reward
-from toolgym.integrations.trl_grpo.settings import trl_arguments
+from toolgym.integrations.trl_grpo.settings import CHECKPOINTS_DIR, trl_arguments
 from toolgym.integrations.trl_grpo.step_log import StepLog
+from toolgym.integrations.trl_grpo.task_draw import TaskDraw
 from toolgym.rollout.tasks import load_tasks
 from toolgym.train.distributed import export_on_main
 from toolgym.train.grpo.model_setup import load_model_for_grpo
@@ -77,13 +78,16 @@ def run_trl_grpo(config: GRPOConfig, *, console: Any | None = None,
     rows = task_rows(train_tasks, at_least=config.tasks_per_step)
     state: dict[str, Any] = {}
     metrics = MetricsLog(out)
-    step_log = StepLog(config, tasks_by_id, metrics, say=say, state=state)
-    rollout = ToolgymRollout(config, tasks_by_id, env_factory=env_factory, on_batch=step_log.on_batch)
+    draw = TaskDraw(config, tasks_by_id, out / CHECKPOINTS_DIR) if config.curriculum.enabled else None
+    step_log = StepLog(config, tasks_by_id, metrics, say=say, state=state, draw=draw)
+    rollout = ToolgymRollout(config, tasks_by_id, env_factory=env_factory, on_batch=step_log.on_batch, draw=draw)
     trainer = GRPOTrainer(model=model, reward_funcs=[toolgym_reward], args=args, processing_class=tokenizer,
                           train_dataset=Dataset.from_list(rows), rollout_func=rollout, callbacks=[step_log])
     metrics.accelerator = trainer.accelerator
     latest = _latest_checkpoint(Path(args.output_dir))
     resumed_from = int(latest.name.split("-")[-1]) // config.optim.update_epochs if latest else 0
+    if draw is not None:
+        draw.resume(resumed_from)
     fields = {**manifest_fields(config, trainer.accelerator, tasks_path, len(train_tasks), 0),
               "backend": "trl", "resume": RESUME_NOTE, "trl_arguments": arguments}
     if trainer.accelerator.is_main_process:

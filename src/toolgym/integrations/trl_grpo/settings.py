@@ -72,8 +72,10 @@ MAPPING: tuple[tuple[str, str], ...] = (
     ("optim.mini_batches", "1; more refused"),
     ("optim.update_epochs", "`num_iterations`"),
     ("lora.*", "toolgym's peft adapter on the model GRPOTrainer gets (the KL reference: the adapter off)"),
-    ("curriculum.enabled", "false (TRL draws tasks uniformly); true refused"),
-    ("curriculum.*", "read only with curriculum.enabled"),
+    ("curriculum.enabled", "true: rollout_func plays each group's task as toolgym's curriculum draws it (TRL's"
+                           " sampler fixes the group layout only; its state after each step in OUT/trl/curriculum/); false:"
+                           " TRL's uniform draw"),
+    ("curriculum.*", "toolgym's curriculum, read only with curriculum.enabled"),
     ("dynamic_sampling.enabled", "false; true refused"),
     ("dynamic_sampling.max_rounds", "read only with dynamic_sampling.enabled"),
     ("off_policy.enabled", "false; true refused"),
@@ -117,8 +119,6 @@ def refusals(config: GRPOConfig) -> list[str]:
     def refuse(setting: str, why: str) -> None:
         found.append(f"{setting}: {why}")
 
-    if config.curriculum.enabled:
-        refuse("curriculum.enabled", "TRL draws tasks uniformly; set it false")
     if config.dynamic_sampling.enabled:
         refuse("dynamic_sampling.enabled", "TRL samples one generation batch per step; set it false")
     if config.off_policy.enabled:

@@ -15,6 +15,7 @@ from transformers import TrainerCallback
 
 from toolgym.algorithms.advantages import build_groups
 from toolgym.config.grpo import GRPOConfig
+from toolgym.integrations.trl_grpo.task_draw import TaskDraw
 from toolgym.rollout.results import episode_to_row
 from toolgym.schema import Episode, Task
 from toolgym.schema.jsonl import write_jsonl
@@ -32,8 +33,9 @@ class StepLog(TrainerCallback):
     """Collects each generation batch's episodes and writes one toolgym metrics row per step."""
 
     def __init__(self, config: GRPOConfig, tasks_by_id: dict[str, Task], metrics: MetricsLog, *,
-                 say: Any, state: dict[str, Any]) -> None:
+                 say: Any, state: dict[str, Any], draw: TaskDraw | None = None) -> None:
         self.config = config
+        self.draw = draw
         self.tasks_by_id = tasks_by_id
         self.metrics = metrics
         self.say = say
@@ -50,15 +52,19 @@ class StepLog(TrainerCallback):
         accelerator = trainer.accelerator
         episodes: list[Episode] = (gather_object(batch.episodes) if accelerator.num_processes > 1
                                    else list(batch.episodes))
-        if not accelerator.is_main_process:
-            return
         config = self.config
         groups, stats = build_groups(episodes, config.reward.alpha_for, std_normalize=config.advantage.std_normalize)
+        if self.draw is not None:  # on every rank: each holds the same curriculum
+            self.draw.record(batch.step, groups, main=accelerator.is_main_process)
+        if not accelerator.is_main_process:
+            return
         rewards = [r for g in groups for r in g.rewards]
         self.pending = {"kind": "train", "step": batch.step + 1, "backend": "trl",
                         **rollout_metrics(episodes, stats, rewards),
                         "families": family_counts(groups, self.tasks_by_id),
                         "seconds_rollout": round(batch.seconds, 3)}
+        if self.draw is not None:
+            self.pending["curriculum_weights"] = self.draw.curriculum.weight_counts()
         if config.save_rollouts:
             write_jsonl(Path(config.out) / ROLLOUTS_DIR / f"step-{batch.step + 1}.jsonl",
                         [episode_to_row(e, self.tasks_by_id.get(e.task_id)) for e in episodes])
