@@ -139,6 +139,10 @@ def test_full_weight_sync_matches_the_trainer_and_reports_its_time(engine: Any) 
     report, _ = sync_weights(engine, model, ids=probe_ids(engine.tokenizer), tolerance=1e-3)
     assert report.max_abs <= 1e-4 and report.seconds_push > 0
     assert max_gap(engine, model, temperature=1.0) <= 1e-4
+    # streamed into the in-process engine, one tensor at a time (no folder): vLLM's model path is still the model's
+    assert engine.in_process and engine.pushed_tensors == len(model.state_dict())  # the tied lm_head among them
+    served_from = engine.llm.collective_rpc(lambda worker: worker.model_runner.vllm_config.model_config.model)
+    assert served_from == [str(DEFAULT_MODEL)]
     assert max_gap(engine, model, temperature=0.8, top_p=0.95) <= 1e-4
 
 
@@ -153,8 +157,15 @@ def test_lora_sync_serves_the_merged_adapter(engine: Any) -> None:
         for name, parameter in model.named_parameters():
             if "lora_B" in name:
                 parameter.copy_(torch.randn_like(parameter) * 0.2)
-    names = dict(served_weights(model))
+    pushed = served_weights(model)
+    assert not isinstance(pushed, list | tuple)  # a stream: each merged matrix exists only while it is copied
+    names = dict(pushed)
     assert "lm_head.weight" in names and not any("lora_" in n or "base_layer" in n for n in names)
+    merged = get_peft_model(hf_model(), LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0,
+                                                   target_modules=["q_proj", "v_proj", "up_proj"]))
+    merged.load_state_dict(model.state_dict())
+    for name, tensor in merged.merge_and_unload().state_dict().items():  # peft's own merge, the same matrices
+        torch.testing.assert_close(names[name], tensor, rtol=0, atol=1e-6)
     report, _ = sync_weights(engine, model, ids=probe_ids(engine.tokenizer), tolerance=1e-3)
     assert report.max_abs <= 1e-4
     assert max_gap(engine, model.eval(), temperature=1.0) <= 1e-4

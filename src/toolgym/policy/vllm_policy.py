@@ -10,7 +10,11 @@ Episodes await `generate` from many coroutines; one engine thread adds their req
 scheduler as they arrive and steps it (continuous batching), so no turn waits for a batch to end.
 Weight updates (`load_weights`, used by `toolgym.train.grpo.weight_sync`) run on that same thread
 while no request is in flight, and reset the prefix cache (stale prompt states would sample the old
-policy). vLLM is imported only here: `import toolgym` never needs it.
+policy). With one GPU (or on CPU) the engine runs in this process, as TRL's colocate mode runs it, so a
+push streams the trainer's tensors into vLLM's `load_weights` one at a time: nothing is written to disk or
+/dev/shm and vLLM's model path stays the model folder. Only a tensor-parallel engine (worker processes)
+takes the weights from a safetensors folder, kept until the next push because vLLM then points at it.
+vLLM is imported only here: `import toolgym` never needs it.
 """
 
 from __future__ import annotations
@@ -100,6 +104,7 @@ class VLLMPolicy(Policy):
         threads: int | None = None,
         hf_overrides: dict[str, Any] | None = None,
         prefix_caching: bool = True,
+        push_dir: str | Path | None = None,
         **_ignored: Any,  # HF-engine options a caller passes to any policy (max_batch_size, batch_wait_ms)
     ) -> None:
         model_path = Path(model_dir)
@@ -108,11 +113,15 @@ class VLLMPolicy(Policy):
         self.model_dir = model_path
         self.device = "cuda" if str(device).startswith("cuda") or (device == "auto" and torch.cuda.is_available()) \
             else "cpu"
-        self.in_process = self.device == "cpu"
+        # One worker runs in this process (weights stream in as tensors); tensor parallelism needs worker processes.
+        self.in_process = tensor_parallel_size == 1
+        self.push_dir = Path(push_dir) if push_dir is not None else None
+        self._pushed: tempfile.TemporaryDirectory[str] | None = None  # the folder vLLM reads after a folder push
         for key, value in QUIET_ENV.items():
             os.environ.setdefault(key, value)
         if self.in_process:
             os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        if self.device == "cpu":
             # vLLM's CPU worker disables torch.set_num_threads; OpenMP must be sized before it starts.
             os.environ.setdefault("OMP_NUM_THREADS", str(threads or max(1, torch.get_num_threads())))
             if kv_cache_gib is not None or "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
@@ -132,14 +141,14 @@ class VLLMPolicy(Policy):
         try:
             self.llm = vllm.LLM(
                 model=str(model_path), dtype=self.dtype, max_model_len=self.max_context, seed=seed or 0,
-                enforce_eager=self.in_process if enforce_eager is None else enforce_eager,
+                enforce_eager=self.device == "cpu" if enforce_eager is None else enforce_eager,
                 logprobs_mode="processed_logprobs", enable_prefix_caching=prefix_caching,
                 max_num_seqs=max_num_seqs, gpu_memory_utilization=gpu_memory_utilization,
                 tensor_parallel_size=tensor_parallel_size, hf_overrides=hf_overrides or None,
                 disable_log_stats=True,
                 # A seeded request whose prompt is prefilled in chunks rewinds its generator, which CPU
                 # generators cannot do ("CPU Generator does not use offset"): prefill whole prompts there.
-                **({"enable_chunked_prefill": False} if self.in_process else {}))
+                **({"enable_chunked_prefill": False} if self.device == "cpu" else {}))
         finally:
             torch.set_num_threads = set_threads  # the trainer in this process keeps its own thread setting
         self.startup_s = time.perf_counter() - started
@@ -149,6 +158,7 @@ class VLLMPolicy(Policy):
         self.checkpoint = str(model_path.resolve()) + (f"+lora:{Path(lora).resolve()}" if lora else "")
         self.weights = weights_fingerprint(model_path, lora)
         self.weight_version = 0  # weight loads so far
+        self.pushed_tensors = 0  # tensors the last in-process push streamed
         self.requests_served = 0
         self._ids = itertools.count()
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
@@ -216,7 +226,7 @@ class VLLMPolicy(Policy):
         held: _Job | None = None  # a control call waiting for the running requests to finish
         threads = 0
         while True:
-            if self.in_process and torch.get_num_threads() != threads:
+            if self.device == "cpu" and torch.get_num_threads() != threads:
                 # vLLM's CPU attention plans with torch's thread count and runs with OpenMP's in this thread,
                 # which starts at the process default: keep them equal (the trainer may change torch's).
                 threads = torch.get_num_threads()
@@ -294,19 +304,16 @@ class VLLMPolicy(Policy):
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]], checkpoint: str | None = None) -> float:
         """Replace the served weights in place (checkpoint names, e.g. `model.layers.0.mlp.up_proj.weight`),
         then drop the prefix cache; returns the seconds it took. Include `lm_head.weight` for tied
-        embeddings: vLLM keeps an untouched lm_head with only a warning."""
-        named = [(name, tensor.detach()) for name, tensor in weights]
+        embeddings: vLLM keeps an untouched lm_head with only a warning. `weights` is consumed lazily: a
+        generator's tensors (a merged LoRA layer) live only while vLLM copies them."""
 
         def reload() -> float:
             began = time.perf_counter()
             if self.in_process:
-                self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": named})
-            else:  # another process: tensors do not travel through collective_rpc, a safetensors folder does
-                from safetensors.torch import save_file
-
-                with tempfile.TemporaryDirectory(prefix="toolgym-vllm-weights-", dir=_shm()) as folder:
-                    save_file({n: t.contiguous().cpu() for n, t in named}, str(Path(folder) / "model.safetensors"))
-                    self.llm.collective_rpc("reload_weights", kwargs={"weights_path": folder})
+                self.pushed_tensors = 0
+                self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": self._counted(weights)})
+            else:
+                self._push_folder(weights)
             if not self.llm.reset_prefix_cache():
                 raise PolicyError("vLLM did not reset its prefix cache after a weight update")
             return time.perf_counter() - began
@@ -316,6 +323,24 @@ class VLLMPolicy(Policy):
         if checkpoint is not None:
             self.checkpoint = checkpoint
         return seconds
+
+    def _counted(self, weights: Iterable[tuple[str, torch.Tensor]]) -> Iterable[tuple[str, torch.Tensor]]:
+        for name, tensor in weights:
+            self.pushed_tensors += 1
+            yield name, tensor.detach()
+
+    def _push_folder(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Worker processes read a safetensors folder (tensors do not travel through collective_rpc). vLLM
+        points its model path at the folder, so it stays until the next push replaces it."""
+        from safetensors.torch import save_file
+
+        folder = tempfile.TemporaryDirectory(prefix="toolgym-vllm-weights-",
+                                             dir=str(self.push_dir) if self.push_dir is not None else None)
+        save_file({n: t.detach().contiguous().cpu() for n, t in weights}, str(Path(folder.name) / "model.safetensors"))
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_path": folder.name})
+        previous, self._pushed = self._pushed, folder
+        if previous is not None:
+            previous.cleanup()
 
     def reset_prefix_cache(self) -> None:
         """Forget cached prompt states (benchmarks start each run cold, as a fresh HF engine does)."""
@@ -352,6 +377,9 @@ class VLLMPolicy(Policy):
             self._thread.join(30)
         llm = self.__dict__.pop("llm", None)
         self.__dict__.pop("engine", None)
+        if self._pushed is not None:
+            self._pushed.cleanup()
+            self._pushed = None
         if llm is not None:
             with contextlib.suppress(Exception):
                 llm.llm_engine.engine_core.shutdown()
@@ -366,10 +394,6 @@ def _run_call(job: _Job) -> None:
         job.future.set_result(job.call() if job.call is not None else None)
     except BaseException as exc:
         job.future.set_exception(exc)
-
-
-def _shm() -> str | None:
-    return "/dev/shm" if Path("/dev/shm").is_dir() else None
 
 
 def _eos_token_ids(tokenizer: Any, model_path: Path) -> set[int]:

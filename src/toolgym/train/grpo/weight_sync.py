@@ -12,6 +12,7 @@ policy is the failure this guards against.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,34 +56,40 @@ def _base_of(model: Any) -> Any:
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 
-def served_weights(model: Any) -> list[tuple[str, torch.Tensor]]:
+def served_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
     """The trainer's weights as a checkpoint would name them, LoRA merged in, lm_head included when tied.
 
     A peft model's LoRA layers keep `base_layer.weight` plus `lora_A` / `lora_B`; each served weight is
     base + delta, computed without touching the trainer's tensors (merge + unmerge would add float
-    error to the base every step).
+    error to the base every step). Yielded one at a time: a merged matrix exists only while the engine
+    copies it, so a push never holds a second copy of the model.
     """
     base = _base_of(model)
-    state = base.state_dict()
-    weights: dict[str, torch.Tensor] = {}
-    for name, tensor in state.items():
-        if "lora_" in name:
-            continue
-        weights[name.replace(".base_layer.", ".")] = tensor.detach()
+    lora_layers: dict[str, Any] = {}
     if base is not model:
         from peft.tuners.lora import LoraLayer
 
-        for name, module in base.named_modules():
-            if isinstance(module, LoraLayer) and not getattr(module, "merged", False):
-                delta = torch.zeros_like(module.get_base_layer().weight)
-                for adapter in module.active_adapters:
-                    if adapter in module.lora_A:
-                        delta = delta + module.get_delta_weight(adapter).to(delta.dtype)
-                weights[f"{name}.weight"] = (module.get_base_layer().weight + delta).detach()
-    if getattr(base.config, "tie_word_embeddings", False) and "lm_head.weight" not in weights:
+        lora_layers = {f"{name}.base_layer.weight": module for name, module in base.named_modules()
+                       if isinstance(module, LoraLayer) and not getattr(module, "merged", False)}
+    names: set[str] = set()
+    for name, tensor in base.state_dict().items():
+        if "lora_" in name:
+            continue
+        served = name.replace(".base_layer.", ".")
+        names.add(served)
+        module = lora_layers.get(name)
+        if module is None:
+            yield served, tensor.detach()
+            continue
+        weight = module.get_base_layer().weight
+        delta = torch.zeros_like(weight)
+        for adapter in module.active_adapters:
+            if adapter in module.lora_A:
+                delta = delta + module.get_delta_weight(adapter).to(delta.dtype)
+        yield served, (weight + delta).detach()
+    if getattr(base.config, "tie_word_embeddings", False) and "lm_head.weight" not in names:
         # vLLM keeps an untouched lm_head (only a warning) when a tied model's push lacks it.
-        weights["lm_head.weight"] = base.get_input_embeddings().weight.detach()
-    return list(weights.items())
+        yield "lm_head.weight", base.get_input_embeddings().weight.detach()
 
 
 def trainer_logprobs(model: Any, ids: list[int]) -> list[float]:
