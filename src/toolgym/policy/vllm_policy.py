@@ -61,6 +61,20 @@ def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
+def prepare_vllm_env(device: str, *, in_process: bool, threads: int | None = None,
+                     kv_cache_gib: float | None = None) -> None:
+    """The environment vLLM reads when its engine starts (whoever builds it: this policy, or TRL's colocate mode)."""
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    if in_process:
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    if device == "cpu":
+        # vLLM's CPU worker disables torch.set_num_threads; OpenMP must be sized before it starts.
+        os.environ.setdefault("OMP_NUM_THREADS", str(threads or max(1, torch.get_num_threads())))
+        if kv_cache_gib is not None or "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+            os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv_cache_gib or 1)
+
+
 def import_vllm() -> Any:
     try:
         import vllm
@@ -117,15 +131,7 @@ class VLLMPolicy(Policy):
         self.in_process = tensor_parallel_size == 1
         self.push_dir = Path(push_dir) if push_dir is not None else None
         self._pushed: tempfile.TemporaryDirectory[str] | None = None  # the folder vLLM reads after a folder push
-        for key, value in QUIET_ENV.items():
-            os.environ.setdefault(key, value)
-        if self.in_process:
-            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
-        if self.device == "cpu":
-            # vLLM's CPU worker disables torch.set_num_threads; OpenMP must be sized before it starts.
-            os.environ.setdefault("OMP_NUM_THREADS", str(threads or max(1, torch.get_num_threads())))
-            if kv_cache_gib is not None or "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
-                os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv_cache_gib or 1)
+        prepare_vllm_env(self.device, in_process=self.in_process, threads=threads, kv_cache_gib=kv_cache_gib)
         vllm = import_vllm()
         from transformers import AutoConfig, AutoTokenizer
 
@@ -152,11 +158,40 @@ class VLLMPolicy(Policy):
         finally:
             torch.set_num_threads = set_threads  # the trainer in this process keeps its own thread setting
         self.startup_s = time.perf_counter() - started
+        self.owns_engine = True  # shut down with this policy (an attached engine is its builder's)
+        self._start(lora)
+        if lora is not None:
+            self.load_weights(_merged_adapter_weights(model_path, Path(lora)))
+
+    @classmethod
+    def attached(cls, llm: Any, model_dir: str | Path, *, device: str, max_context: int) -> VLLMPolicy:
+        """A policy over an engine another library built in this process (TRL's colocated `vllm.LLM`): the same
+        request loop over it. Its settings are the builder's; it must record processed log-probs, as this
+        policy's own engine does, or every importance ratio at T != 1 would be wrong."""
+        from transformers import AutoConfig, AutoTokenizer
+
+        mode = str(getattr(llm.llm_engine.model_config, "logprobs_mode", "processed_logprobs"))
+        if not mode.endswith("processed_logprobs"):
+            raise PolicyError(f"the vLLM engine records {mode}; toolgym's samples need processed_logprobs")
+        self = cls.__new__(cls)
+        self.model_dir = Path(model_dir)
+        self.device = "cuda" if str(device).startswith("cuda") else "cpu"
+        self.in_process, self.push_dir, self._pushed = True, None, None
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_dir), local_files_only=True)
+        self.vocab_size = int(AutoConfig.from_pretrained(str(self.model_dir), local_files_only=True).vocab_size)
+        self.max_context = max_context
+        self.dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
+        self.llm, self.startup_s, self.owns_engine = llm, 0.0, False
+        self._start(None)
+        return self
+
+    def _start(self, lora: str | Path | None) -> None:
+        """What every policy over an engine holds beside it, and the engine thread."""
         self.engine = self.llm.llm_engine
-        self.eos_token_ids = _eos_token_ids(self.tokenizer, model_path)
-        self.name = f"vllm:{model_path}"
-        self.checkpoint = str(model_path.resolve()) + (f"+lora:{Path(lora).resolve()}" if lora else "")
-        self.weights = weights_fingerprint(model_path, lora)
+        self.eos_token_ids = _eos_token_ids(self.tokenizer, self.model_dir)
+        self.name = f"vllm:{self.model_dir}"
+        self.checkpoint = str(self.model_dir.resolve()) + (f"+lora:{Path(lora).resolve()}" if lora else "")
+        self.weights = weights_fingerprint(self.model_dir, lora)
         self.weight_version = 0  # weight loads so far
         self.pushed_tensors = 0  # tensors the last in-process push streamed
         self.requests_served = 0
@@ -165,8 +200,6 @@ class VLLMPolicy(Policy):
         self._closed = False
         self._thread = threading.Thread(target=self._engine_loop, name="vllm-engine", daemon=True)
         self._thread.start()
-        if lora is not None:
-            self.load_weights(_merged_adapter_weights(model_path, Path(lora)))
 
     # -- requests ---------------------------------------------------------------------------------
 
@@ -380,7 +413,7 @@ class VLLMPolicy(Policy):
         if self._pushed is not None:
             self._pushed.cleanup()
             self._pushed = None
-        if llm is not None:
+        if llm is not None and self.owns_engine:
             with contextlib.suppress(Exception):
                 llm.llm_engine.engine_core.shutdown()
             del llm

@@ -24,7 +24,7 @@ from toolgym.algorithms.advantages import shaped_reward
 from toolgym.config.grpo import GRPOConfig
 from toolgym.envs import Environment
 from toolgym.integrations.trl_grpo.task_draw import TaskDraw
-from toolgym.policy.base import SamplingParams
+from toolgym.policy.base import Policy, SamplingParams
 from toolgym.schema import Episode, Task
 from toolgym.train.grpo.policy import SharedModelPolicy
 from toolgym.train.grpo.rollouts import RolloutPool, step_sampling
@@ -51,6 +51,22 @@ def toolgym_reward(prompts: list[Any], completions: list[Any], **fields: Any) ->
     return list(fields[REWARD_FIELD])
 
 
+def trl_vllm_policy(trainer: Any, config: GRPOConfig) -> Policy:
+    """toolgym's sampler over TRL's vLLM: colocate, the engine TRL built in this rank (toolgym's request loop over
+    it); server, `trl vllm-serve`'s OpenAI-compatible `/v1/completions` in token mode, one client per rank (TRL's
+    own generate is a collective call per turn, which episodes of different lengths cannot make in step)."""
+    args = trainer.args
+    if args.vllm_mode == "colocate":
+        from toolgym.policy.vllm_policy import VLLMPolicy
+
+        return VLLMPolicy.attached(trainer.vllm_generation.llm, config.model, device=str(trainer.accelerator.device),
+                                   max_context=config.sampling.max_context_tokens)
+    from toolgym.policy.openai_policy import OpenAIPolicy
+
+    base = args.vllm_server_base_url or f"http://{args.vllm_server_host}:{args.vllm_server_port}"
+    return OpenAIPolicy(base.rstrip("/") + "/v1", config.model, mode="token", tokenizer_dir=config.model)
+
+
 @dataclass
 class SampledBatch:
     """One rollout_func call's episodes in prompt order, and how long they took."""
@@ -74,19 +90,19 @@ class ToolgymRollout:
         sampling = config.sampling
         self.sampling = SamplingParams(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k,
                                        max_new_tokens=sampling.max_new_tokens, stop=list(sampling.stop))
-        self.policy: SharedModelPolicy | None = None
+        self.policy: Policy | None = None
         self.pool: RolloutPool | None = None
 
     def _start(self, trainer: Any) -> None:
-        if trainer.args.use_vllm:
-            raise NotImplementedError("engine.name: vllm under backend: trl: sampling toolgym's episodes through "
-                                      "TRL's vLLM engine is not wired yet; use engine.name: hf")
-        autocast = torch.bfloat16 if trainer.args.bf16 else None
-        engine = self.config.engine
-        self.policy = SharedModelPolicy(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class,
-                                        name=f"grpo-trl:{self.config.out}", device=str(trainer.accelerator.device),
-                                        max_batch_size=engine.max_batch_size, batch_wait_ms=engine.batch_wait_ms,
-                                        autocast_dtype=autocast)
+        args = trainer.args
+        if args.use_vllm:
+            self.policy = trl_vllm_policy(trainer, self.config)
+        else:
+            engine = self.config.engine
+            self.policy = SharedModelPolicy(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class,
+                                            name=f"grpo-trl:{self.config.out}", device=str(trainer.accelerator.device),
+                                            max_batch_size=engine.max_batch_size, batch_wait_ms=engine.batch_wait_ms,
+                                            autocast_dtype=torch.bfloat16 if args.bf16 else None)
         slots = self.config.concurrency or self.config.tasks_per_step * self.config.samples_per_task
         self.pool = RolloutPool(self.policy, slots=slots, env_factory=self.env_factory, limits=self.config.sampling)
 
@@ -96,13 +112,22 @@ class ToolgymRollout:
         if self.policy is not None:
             asyncio.run(self.policy.close())
 
+    def _weights_moved(self, label: str) -> None:
+        """The sampler now serves `label`'s weights: the in-process model shares them; TRL pushed them into vLLM
+        before calling rollout_func (colocate: into its engine; server: over NCCL), so only the label moves."""
+        assert self.policy is not None
+        if isinstance(self.policy, SharedModelPolicy):
+            self.policy.weights_changed(label)
+        else:
+            self.policy.checkpoint = label
+
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         if self.policy is None:
             self._start(trainer)
         assert self.policy is not None
         began = time.perf_counter()
         step = trainer.state.global_step // trainer.args.num_iterations  # toolgym's step: one generation batch
-        self.policy.weights_changed(f"{self.config.out}@step-{step}")
+        self._weights_moved(f"{self.config.out}@step-{step}")
         first_index = trainer.accelerator.process_index * len(prompts)  # distinct episode seeds on every rank
         if self.draw is not None:
             tasks = self.draw.tasks_for([str(p) for p in prompts], step, first_index)

@@ -18,6 +18,7 @@ from typing import Any
 from toolgym.config.grpo import GRPOConfig
 from toolgym.dataset.manifest import write_manifest
 from toolgym.envs import Environment, make_env
+from toolgym.integrations.trl_grpo import vllm_sync
 from toolgym.integrations.trl_grpo.rollout import ToolgymRollout, task_rows, toolgym_reward
 from toolgym.integrations.trl_grpo.settings import CHECKPOINTS_DIR, trl_arguments
 from toolgym.integrations.trl_grpo.step_log import StepLog
@@ -68,9 +69,10 @@ def run_trl_grpo(config: GRPOConfig, *, console: Any | None = None,
     device = resolve_device(config.engine.device)
     processes = int(os.environ.get("WORLD_SIZE", "1"))
     arguments = trl_arguments(config, processes=processes, device=device)
-    if config.engine.name == "vllm":
-        raise GRPOError("engine.name: vllm under backend: trl: sampling toolgym's episodes through TRL's vLLM engine "
-                        "is not wired yet (the dry run prints its settings); use engine.name: hf")
+    if config.engine.name == "vllm" and config.trl.vllm_mode == "colocate":  # TRL builds the engine in this rank
+        from toolgym.policy.vllm_policy import prepare_vllm_env
+
+        prepare_vllm_env(device, in_process=True, threads=config.threads)
     args = TRLConfig(**arguments)
     tokenizer = AutoTokenizer.from_pretrained(config.model, local_files_only=True)
     tokenizer.padding_side = "left"
@@ -83,6 +85,7 @@ def run_trl_grpo(config: GRPOConfig, *, console: Any | None = None,
     rollout = ToolgymRollout(config, tasks_by_id, env_factory=env_factory, on_batch=step_log.on_batch, draw=draw)
     trainer = GRPOTrainer(model=model, reward_funcs=[toolgym_reward], args=args, processing_class=tokenizer,
                           train_dataset=Dataset.from_list(rows), rollout_func=rollout, callbacks=[step_log])
+    vllm_sync.install(trainer)
     metrics.accelerator = trainer.accelerator
     latest = _latest_checkpoint(Path(args.output_dir))
     resumed_from = int(latest.name.split("-")[-1]) // config.optim.update_epochs if latest else 0

@@ -27,9 +27,11 @@ MAPPING: tuple[tuple[str, str], ...] = (
     ("seed", "`seed`, and toolgym's sampling seeds"),
     ("threads", "`torch.set_num_threads`"),
     ("save_rollouts", "toolgym's `OUT/rollouts/step-N.jsonl`"),
-    ("engine.name", "`use_vllm` (hf: false; vllm: true)"),
+    ("engine.name", "`use_vllm` (hf: false, toolgym's in-process sampler over the trained model; vllm: true,"
+                    " toolgym's episodes sampled by TRL's colocated engine or `trl vllm-serve`)"),
     ("engine.device", "`use_cpu` (cpu: true)"),
-    ("engine.dtype", "dtype of the frozen LoRA base (trained weights stay fp32)"),
+    ("engine.dtype", "dtype of the frozen LoRA base (trained weights stay fp32); TRL builds vLLM at its auto"
+                     " dtype"),
     ("engine.max_batch_size, engine.batch_wait_ms", "toolgym's in-process sampler (engine hf)"),
     ("engine.rope_scaling, engine.max_position_embeddings", "the loaded model's config"),
     ("engine.gpu_memory_utilization", "`vllm_gpu_memory_utilization`"),
