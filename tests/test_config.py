@@ -163,4 +163,4 @@ def test_one_shared_default_for_the_episode_limits() -> None:
     rft = RFTConfig(tasks="t", model="m", out="o")
     grpo = GRPOConfig(tasks="t", model="m", out="o")
     assert rft.max_turns == EvalConfig().max_turns == grpo.sampling.max_turns == 20
-    assert rft.max_new_tokens == EvalConfig().max_new_tokens == 512 and grpo.sampling.max_new_tokens == 256
+    assert rft.max_new_tokens == EvalConfig().max_new_tokens == grpo.sampling.max_new_tokens == 512

@@ -124,8 +124,9 @@ def test_validate_settings_build_the_teacher_check() -> None:
     teacher = settings.teacher.teacher_config()
     assert teacher is not None
     assert teacher.model_dump() == {"samples": 2, "concurrency": 8, "max_turns": 5, "temperature": 0.8,
-                                    "max_new_tokens": 1024, "timeout_s": 300.0, "policy": "openai:http://h/v1#m",
-                                    "api_key": None}
+                                    "top_p": 1.0, "top_k": 0, "max_new_tokens": 512, "timeout_s": 300.0,
+                                    "max_context_tokens": 4096, "done_tool": False, "max_format_errors": None,
+                                    "turn_progress": False, "policy": "openai:http://h/v1#m", "api_key": None}
 
 
 def test_validate_reads_a_config_file(tmp_path: Path) -> None:

@@ -50,10 +50,12 @@ def evaluate(
     from toolgym.dataset.manifest import sha256_file
     from toolgym.eval.evaluate import EvalConfig, run_eval
     from toolgym.eval.tables import summary_tables
-    from toolgym.policy.spec import make_policy
+    from toolgym.policy.base import Policy
+    from toolgym.policy.engines import build_policy
     from toolgym.rollout.runner import RolloutError
 
-    if settings.tasks is None or settings.policy is None or settings.out is None:
+    spec = settings.policy_spec
+    if settings.tasks is None or spec is None or settings.out is None:
         console.print(ctx.get_help())
         raise usage_error("toolgym eval needs --tasks, --policy and --out (or a command: sweep, show, leakage)")
     policy, out = settings.policy, Path(settings.out)
@@ -65,12 +67,12 @@ def evaluate(
         raise usage_error(exc) from exc
     for warning in eval_config.warnings():
         console.print(f"[yellow]warning:[/yellow] {warning}")
-    hf_kwargs = {"max_batch_size": settings.max_batch_size} if policy.startswith("hf:") else {}
     tokenizer = Path(settings.tokenizer) if settings.tokenizer else None
 
-    def policy_factory():  # type: ignore[no-untyped-def]
-        return make_policy(policy, device=settings.device, tokenizer_dir=tokenizer,
-                           api_key=os.environ.get("OPENAI_API_KEY"), prompt_style=settings.prompt_style, **hf_kwargs)
+    def policy_factory() -> Policy:
+        return build_policy(spec, device=settings.device, max_batch_size=settings.max_batch_size,
+                            tokenizer_dir=tokenizer, api_key=os.environ.get("OPENAI_API_KEY"),
+                            prompt_style=settings.prompt_style)
 
     console.print(f"eval: {len(selected)} task(s) × {eval_config.samples_per_task} sample(s) × "
                   f"{eval_config.trials} trial(s){' + greedy' if eval_config.greedy else ''} with {policy}"
@@ -129,7 +131,8 @@ def sweep_command(
                 raise usage_error(refused)
             eval_config = settings.part(EvalConfig)
             done = asyncio.run(evaluate_missing(run_dir, selected, eval_config, base_model=settings.base_model,
-                                                device=settings.device, tasks_path=tasks_path, console=console))
+                                                device=settings.device, engine=settings.engine,
+                                                tasks_path=tasks_path, console=console))
             console.print(f"sweep: evaluated {len(done)} checkpoint(s)" + (f": steps {done}" if done else ""))
         result = sweep(run_dir, k=k)
     except (FileNotFoundError, ValueError) as exc:

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from toolgym.cli.errors import settings_command, usage_error
 from toolgym.config.evaluation import RolloutConfig
+from toolgym.policy.base import Policy
 from toolgym.verify.isolation import TRUST_HELP
 
 console = Console()
@@ -35,10 +36,10 @@ def rollout(
     from toolgym.agent.users import ScriptedUserSimulator  # heavy (agent, envs): load on use
     from toolgym.cli.runnable_tasks import load_runnable_tasks
     from toolgym.dataset.manifest import sha256_file
-    from toolgym.policy.base import SamplingParams
-    from toolgym.policy.spec import make_policy
+    from toolgym.policy.engines import build_policy
     from toolgym.rollout.runner import RolloutError, RolloutInterrupted, run_rollout, run_until_signalled
-    if settings.tasks is None or settings.policy is None or settings.out is None:
+    spec = settings.policy_spec
+    if settings.tasks is None or spec is None or settings.out is None:
         raise usage_error("toolgym rollout needs --tasks, --policy and --out (or tasks, policy and out in --config)")
     policy, out = settings.policy, Path(settings.out)
     env = ",".join(settings.envs) if settings.envs else None  # as the manifest has always recorded it
@@ -64,15 +65,13 @@ def rollout(
                                              headers={"Authorization": f"Bearer {key}"} if key else None)
         except ValueError as exc:
             raise usage_error(f"--env-mcp: {exc}") from exc
-    sampling = SamplingParams(temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k,
-                              max_new_tokens=settings.max_new_tokens, seed=settings.seed)
-    hf_kwargs = {"max_batch_size": settings.max_batch_size} if policy.startswith("hf:") else {}
+    sampling = settings.to_params(seed=settings.seed)
     tokenizer = Path(settings.tokenizer) if settings.tokenizer else None
 
-    def policy_factory():  # type: ignore[no-untyped-def]
-        return make_policy(policy, device=settings.device, tokenizer_dir=tokenizer,
-                           api_key=os.environ.get("OPENAI_API_KEY"), prompt_style=settings.prompt_style,
-                           default_prompt_style=model_style, **hf_kwargs)
+    def policy_factory() -> Policy:
+        return build_policy(spec, device=settings.device, max_batch_size=settings.max_batch_size,
+                            tokenizer_dir=tokenizer, api_key=os.environ.get("OPENAI_API_KEY"),
+                            prompt_style=settings.prompt_style, default_prompt_style=model_style)
 
     where = f" on Ray ({settings.ray}, {settings.ray_workers} workers)" if settings.ray else ""
     console.print(f"rollout: {len(selected)} task(s) × {settings.samples_per_task} sample(s) with {policy}{where} → {out}")

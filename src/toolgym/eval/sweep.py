@@ -35,6 +35,7 @@ from toolgym.eval.summary import SPLIT_GROUPS, CellStats, Estimate, EvalSummary,
 from toolgym.eval.tables import TextTable, format_estimate
 from toolgym.eval.traces import diff_runs
 from toolgym.policy.base import Policy
+from toolgym.policy.engines import build_policy, model_spec
 from toolgym.schema import Task
 from toolgym.schema.documents import read_json
 
@@ -94,11 +95,11 @@ def base_model_of(run_dir: Path, adapter: Path, override: str | Path | None) -> 
 PolicyMaker = Callable[[Path, Path | None], Policy]  # (model dir, LoRA adapter or None) → policy
 
 
-def _hf_policy_maker(device: str) -> PolicyMaker:
-    def make(model: Path, lora: Path | None) -> Policy:
-        from toolgym.policy.hf import HFPolicy
+def engine_policy_maker(engine: str, device: str) -> PolicyMaker:
+    """Checkpoints as policies of a registered engine that loads a model folder (hf, vllm, …)."""
 
-        return HFPolicy(model, device=device, lora=lora)
+    def make(model: Path, lora: Path | None) -> Policy:
+        return build_policy(model_spec(engine, model, lora), device=device)
 
     return make
 
@@ -110,14 +111,15 @@ async def evaluate_missing(
     *,
     base_model: str | Path | None = None,
     device: str = "cpu",
+    engine: str = "hf",
     policy_maker: PolicyMaker | None = None,
     tasks_path: str | Path | None = None,
     console: Console | None = None,
     progress: bool = False,
 ) -> list[int]:
-    """Evaluate every checkpoint (and the base model as step 0) that has no eval folder yet."""
+    """Evaluate every checkpoint (and the base model as step 0) that has no eval folder yet, on `engine`."""
     run = Path(run_dir)
-    make = policy_maker or _hf_policy_maker(device)
+    make = policy_maker or engine_policy_maker(engine, device)
     evals = find_evals(run)
     todo: dict[int, tuple[Path, Path | None]] = {}
     for step, checkpoint in find_checkpoints(run).items():

@@ -175,7 +175,7 @@ def run_tasks(ctx: Context) -> dict[str, Any]:
         by_split.setdefault(task.split, []).append(task)
     kept: list[Task] = []
     for split, members in by_split.items():
-        kept.extend(_capped(members, settings.limit_for(split), ctx.config.seed, split))
+        kept.extend(_capped(members, settings.limit_for(split), settings.limit_seed(split, ctx.config.seed), split))
     position = {t.id: i for i, t in enumerate(tasks)}
     kept.sort(key=lambda t: position[t.id])
     problems = leakage(kept)
@@ -255,24 +255,21 @@ def run_teacher(ctx: Context) -> dict[str, Any]:
     from toolgym.chat.render import Renderer, load_prompt_style
     from toolgym.data.convert import ConvertOptions, convert_run
     from toolgym.data.validate import validate_file
-    from toolgym.policy.base import SamplingParams
-    from toolgym.policy.spec import make_policy
+    from toolgym.policy.engines import build_policy
     from toolgym.rollout.runner import run_rollout
 
     settings = ctx.config.teacher
     base = ctx.base_model()
     style = load_prompt_style(base.model_dir)  # the student's prompt: teacher rows must look like its rollouts
     tasks = sft_tasks(ctx)[: settings.limit] if settings.limit else sft_tasks(ctx)
-    if settings.policy == "oracle":
-        policy = make_policy("oracle")
-    else:
-        policy = make_policy(settings.policy, api_key=os.environ.get(settings.api_key_env), prompt_style=style)
+    spec = settings.policy_spec
+    if spec is None:
+        raise StageError("teacher: teacher.policy names no policy")
+    policy = build_policy(spec, api_key=os.environ.get(settings.api_key_env), prompt_style=style)
     out = ctx.stage_dir("teacher") / "rollout"
     summary = asyncio.run(run_rollout(
         tasks, policy, out_dir=out, samples_per_task=settings.samples_per_task, concurrency=settings.concurrency,
-        sampling=SamplingParams(temperature=settings.temperature, max_new_tokens=settings.max_new_tokens,
-                                seed=ctx.config.seed),
-        limits=EpisodeLimits(max_turns=settings.max_turns, timeout_s=settings.timeout_s),
+        sampling=settings.to_params(seed=ctx.config.seed), limits=settings.part(EpisodeLimits),
         renderer=Renderer(None, prompt_style=style),
         tasks_sha256=sha256_file(ctx.dataset), tasks_path=ctx.dataset, config={"stage": "teacher"},
         progress=ctx.progress, console=ctx.console))
@@ -412,7 +409,7 @@ def eval_done(ctx: Context) -> bool:
 def run_eval_stage(ctx: Context) -> dict[str, Any]:
     from toolgym.eval.evaluate import EvalConfig, run_eval
     from toolgym.policy.base import Policy
-    from toolgym.policy.hf import HFPolicy
+    from toolgym.policy.engines import build_policy, model_spec
 
     tasks = [t for t in dataset_tasks(ctx) if t.split != "train"]
     if not tasks:
@@ -431,12 +428,8 @@ def run_eval_stage(ctx: Context) -> dict[str, Any]:
         eval_config = EvalConfig.model_validate({"seed": ctx.config.seed, **ctx.config.eval.for_stage(stage)})
 
         def policy(ref: ModelRef = ref) -> Policy:
-            if ctx.config.eval.engine == "vllm":
-                from toolgym.policy.vllm_policy import VLLMPolicy
-
-                return VLLMPolicy(ref.model_dir, device=ctx.config.model.device, lora=ref.adapter,
-                                  seed=ctx.config.seed, threads=ctx.config.threads)
-            return HFPolicy(ref.model_dir, device=ctx.config.model.device, lora=ref.adapter, seed=ctx.config.seed)
+            return build_policy(model_spec(ctx.config.eval.engine, ref.model_dir, ref.adapter),
+                                device=ctx.config.model.device, seed=ctx.config.seed, threads=ctx.config.threads)
 
         asyncio.run(run_eval(tasks, policy, out_dir=out, config=eval_config, tasks_path=ctx.dataset,
                              console=ctx.console, progress=ctx.progress, name=stage))

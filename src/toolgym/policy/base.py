@@ -9,20 +9,49 @@ Two modes, chosen by the policy:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import Field
 
 from toolgym.schema import Message, Task
+from toolgym.schema.section import Section
+
+
+class Sampling(Section):
+    """How each turn is sampled: the one home of these settings' defaults, which every command's config, the
+    per-call `SamplingParams` and the teacher settings share."""
+
+    temperature: float = Field(1.0, ge=0)
+    """Sampling temperature (0: greedy)."""
+    top_p: float = Field(1.0, gt=0, le=1)
+    """Nucleus sampling mass (1: off)."""
+    top_k: int = Field(0, ge=0)
+    """Keep only the k most likely tokens (0: off)."""
+    max_new_tokens: int = Field(512, ge=1)
+    """Generation budget per turn, tokens."""
+
+    def to_params(self, *, seed: int | None = None, stop: Sequence[str] = (), greedy: bool = False) -> SamplingParams:
+        """The per-call SamplingParams of these settings; `greedy` keeps only the budget (temperature 0, no
+        truncation), as an eval's greedy pass samples."""
+        if greedy:
+            return SamplingParams(temperature=0.0, max_new_tokens=self.max_new_tokens, stop=list(stop), seed=seed)
+        return SamplingParams(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
+                              max_new_tokens=self.max_new_tokens, stop=list(stop), seed=seed)
+
+
+_DEFAULT_SAMPLING = Sampling()
 
 
 @dataclass
 class SamplingParams:
-    """Per-call sampling settings; temperature 0 means greedy."""
+    """Per-call sampling settings; temperature 0 means greedy. Defaults are `Sampling`'s."""
 
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0  # 0: off
-    max_new_tokens: int = 256
+    temperature: float = _DEFAULT_SAMPLING.temperature
+    top_p: float = _DEFAULT_SAMPLING.top_p
+    top_k: int = _DEFAULT_SAMPLING.top_k  # 0: off
+    max_new_tokens: int = _DEFAULT_SAMPLING.max_new_tokens
     stop: list[str] = field(default_factory=list)
     seed: int | None = None
 
@@ -94,3 +123,26 @@ class Policy:
 
     async def close(self) -> None:
         """Release servers, threads and models."""
+
+
+@runtime_checkable
+class TrainableEngine(Protocol):
+    """A policy that samples a training run's rollouts from the weights being trained (GRPO's engine).
+
+    The trainer names the weights it holds before each step's rollouts and each eval (`weights_changed`: a new
+    label means they moved, so the engine must serve them before it samples again), reads what the engine did
+    to follow them into the step's metrics row (`sync_metrics`; {} when there is nothing to say) and closes it
+    at the end. Engines are built by `toolgym.policy.engines.build_trainable_engine`, which checks this.
+    """
+
+    name: str
+    checkpoint: str | None
+    tokenizer: Any
+
+    async def generate(self, request: GenerationRequest) -> Generation: ...
+
+    def weights_changed(self, checkpoint: str | None = None) -> None: ...
+
+    def sync_metrics(self) -> dict[str, Any]: ...
+
+    async def close(self) -> None: ...

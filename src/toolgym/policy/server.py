@@ -36,6 +36,7 @@ from toolgym.chat.parse import ToolCallParser, get_parser
 from toolgym.chat.render import PromptStyle, Renderer, load_prompt_style
 from toolgym.http_guard import DEFAULT_MAX_BODY_BYTES, GuardSettings, RequestGuard, allowed_hosts_for
 from toolgym.policy.base import Generation, GenerationRequest, PolicyError, SamplingParams
+from toolgym.policy.engines import build_policy
 from toolgym.policy.hf import HFPolicy
 from toolgym.policy.server_chat import (
     ChatChoice,
@@ -57,6 +58,7 @@ from toolgym.policy.server_request import (
     reason,
 )
 from toolgym.policy.server_scoring import TopLogprobs, top_logprobs
+from toolgym.policy.spec import HFSpec
 
 __all__ = ["BadRequest", "ModelNotFound", "ServedModel", "check_prompt", "create_app", "load_served_model", "serve"]
 
@@ -84,7 +86,7 @@ def load_served_model(
 ) -> ServedModel:
     """The checkpoint's policy and renderer; its prompt style is its toolgym.json's unless one is given."""
     style = prompt_style or load_prompt_style(checkpoint)
-    policy = HFPolicy(checkpoint, lora=lora, **policy_kwargs)
+    policy = build_policy(HFSpec(model=checkpoint, lora=lora), **policy_kwargs)  # the engine registry's hf
     renderer = Renderer(policy.tokenizer, prompt_style=style)
     return ServedModel(policy, renderer, get_parser(parser), model_name or checkpoint)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from toolgym.agent.limits import EpisodeLimits
 from toolgym.dataset.manifest import sha256_file
 from toolgym.dataset.validate import TeacherConfig, ValidationRun, parse_task, validate_dataset
-from toolgym.policy.base import Policy, SamplingParams
-from toolgym.policy.spec import make_policy
+from toolgym.policy.base import Policy
+from toolgym.policy.engines import build_policy
 from toolgym.rollout.results import RESULTS_FILE, read_rows
 from toolgym.rollout.runner import run_rollout
 
@@ -48,15 +48,17 @@ def check_with_teacher(run: ValidationRun, teacher: TeacherConfig, out_dir: Path
     raw_by_line = dict(run.rows)
     tasks = [parse_task(raw_by_line[line]) for line in survivors]
     rollout_dir = out_dir / TEACHER_DIR
-    sampling = SamplingParams(temperature=teacher.temperature, max_new_tokens=teacher.max_new_tokens)
+    spec = teacher.policy_spec
+    if spec is None:
+        raise ValueError("teacher check: the teacher names no policy")
 
     def factory() -> Policy:
-        return make_policy(teacher.policy, api_key=teacher.api_key or os.environ.get("OPENAI_API_KEY"))
+        return build_policy(spec, api_key=teacher.api_key or os.environ.get("OPENAI_API_KEY"))
 
     asyncio.run(
         run_rollout(
             tasks, factory, out_dir=rollout_dir, samples_per_task=teacher.samples, concurrency=teacher.concurrency,
-            sampling=sampling, limits=EpisodeLimits(max_turns=teacher.max_turns, timeout_s=teacher.timeout_s),
+            sampling=teacher.to_params(), limits=teacher.part(EpisodeLimits),
             tasks_sha256=sha256_file(run.input_path), tasks_path=run.input_path, config={"purpose": "teacher check"},
         )
     )

@@ -191,8 +191,8 @@ def _sample_and_select(config: RFTConfig, *, console: Any | None, progress: bool
                        env_factory: Callable[[str], Any] | None) -> RFTResult:
     """Rollout (resumable) → select → convert, writing OUT/rft_rows.jsonl; raises when nothing is kept."""
     from toolgym.envs import make_env
-    from toolgym.policy.base import SamplingParams
-    from toolgym.policy.spec import make_policy
+    from toolgym.policy.engines import build_policy
+    from toolgym.policy.spec import HFSpec
     from toolgym.rollout.runner import run_rollout
     from toolgym.rollout.tasks import load_tasks
 
@@ -201,14 +201,12 @@ def _sample_and_select(config: RFTConfig, *, console: Any | None, progress: bool
     if not tasks:
         raise RFTError(f"no tasks in {tasks_path} match split={config.split} envs={config.envs}")
     tasks = sample_tasks(tasks, config.limit, config.seed)
-    sampling = SamplingParams(temperature=config.temperature, top_p=config.top_p, top_k=config.top_k,
-                              max_new_tokens=config.max_new_tokens, seed=config.seed)
-
-    spec = config.policy or f"hf:{config.model}"
+    sampling = config.to_params(seed=config.seed)
+    spec = config.policy_spec or HFSpec(model=config.model)
 
     def policy_factory() -> Any:
-        extra = {"max_batch_size": config.max_batch_size} if spec.startswith("hf:") else {}
-        return make_policy(spec, device=config.device, tokenizer_dir=config.model, **extra)
+        return build_policy(spec, device=config.device, max_batch_size=config.max_batch_size,
+                            tokenizer_dir=config.model)
 
     summary = asyncio.run(run_rollout(
         tasks, policy if policy is not None else policy_factory, out_dir=out / ROLLOUT_DIR,

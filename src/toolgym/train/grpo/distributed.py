@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
+from toolgym.policy.engines import engine_kinds, get_engine
 from toolgym.schema import Episode, Task
 from toolgym.train.distributed import gather_objects, is_fsdp, sum_across
 from toolgym.train.grpo.update import Shard, UpdateStats
@@ -29,17 +30,19 @@ class DistributedGRPOError(RuntimeError):
 
 
 def check_launch(accelerator: Any, engine: str, off_policy: bool = False) -> None:
-    """GRPO runs data parallel (DDP) with the in-process hf engine, sampling in step with the update."""
+    """GRPO runs data parallel (DDP) with an engine that samples on every rank (the in-process hf engine), in
+    step with the update."""
     if accelerator.num_processes == 1:
         return
     if is_fsdp(accelerator):
         raise DistributedGRPOError(
             "GRPO does not run under FSDP: its in-process sampler needs whole weights on every rank; launch "
             "with DDP (`accelerate launch --multi_gpu --num_processes N`) or use one process")
-    if engine != "hf":
+    if not get_engine(engine).data_parallel:
+        every_rank = [kind for kind in engine_kinds(trainable=True) if get_engine(kind).data_parallel]
         raise DistributedGRPOError(
             f"GRPO with engine {engine!r} runs in one process (the engine holds the GPUs it samples on); "
-            "multi-process GRPO uses engine hf")
+            f"multi-process GRPO uses an engine that samples on every rank: {', '.join(every_rank)}")
     if off_policy:
         raise DistributedGRPOError(
             "off_policy.enabled samples the next step on a thread while this one trains; with several "

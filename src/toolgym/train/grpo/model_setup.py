@@ -1,6 +1,5 @@
-"""The trainer's model and its rollout engine: loading with rope scaling and LoRA, dropout off, and the
-policy that samples the run's episodes (in-process HF over the trainer's weights, a snapshot of them for
-off-policy rollouts, or vLLM)."""
+"""The trainer's model: loading with rope scaling and LoRA, dropout off (its rollout engine comes from the
+engine registry, toolgym.policy.engines)."""
 
 from __future__ import annotations
 
@@ -9,9 +8,7 @@ from typing import Any
 
 import torch
 
-from toolgym.policy.base import Policy
 from toolgym.train.grpo.config import GRPOConfig
-from toolgym.train.grpo.policy import SharedModelPolicy
 from toolgym.train.runtime import apply_lora
 
 
@@ -67,25 +64,3 @@ def disable_dropout(model: torch.nn.Module) -> None:
     for module in model.modules():
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.0
-
-
-def build_rollout_engine(config: GRPOConfig, model: Any, tokenizer: Any, *, name: str, device: str,
-                         autocast_dtype: torch.dtype | None) -> Policy:
-    """The policy that samples the run's episodes and evals; `weights_changed(label)` makes it serve the
-    trainer's current weights.
-
-    vllm: the trainer's weights pushed and verified on each new label. hf: the trainer's own model object,
-    except with off-policy rollouts, which sample while the update changes that object: they get a
-    snapshot copy, refreshed on each new label.
-    """
-    if config.engine.name == "vllm":
-        from toolgym.train.grpo.weight_sync import build_vllm_engine
-
-        return build_vllm_engine(config, model, tokenizer)
-    options: dict[str, Any] = {"name": name, "device": device, "max_batch_size": config.engine.max_batch_size,
-                               "batch_wait_ms": config.engine.batch_wait_ms, "autocast_dtype": autocast_dtype}
-    if config.off_policy.enabled:
-        from toolgym.train.grpo.off_policy import SnapshotPolicy
-
-        return SnapshotPolicy(model, tokenizer, **options)
-    return SharedModelPolicy(model, tokenizer, **options)

@@ -1,4 +1,4 @@
-"""The rollout policy of a GRPO run: HFPolicy batching over the trainer's own model object.
+"""The hf rollout engine of a GRPO run: HFPolicy batching over the trainer's own model object.
 
 Rollouts must sample the weights being trained, without a copy or a reload per step, and must
 record the exact ids and log-probs (token mode). `HFPolicy` does all of that but loads its model
@@ -39,6 +39,10 @@ class SharedModelPolicy(HFPolicy):
         if checkpoint is not None:
             self.checkpoint = checkpoint
 
+    def sync_metrics(self) -> dict[str, Any]:
+        """Nothing to report: the engine samples the trainer's own weights, with no copy to keep in step."""
+        return {}
+
     def generate_batch(self, requests: list[GenerationRequest]) -> list[Generation]:
         """Sample in eval mode (no dropout) and, when training in bf16, under the same autocast."""
         was_training = self.model.training
@@ -51,3 +55,17 @@ class SharedModelPolicy(HFPolicy):
                 return super().generate_batch(requests)
         finally:
             self.model.train(was_training)
+
+
+def build_shared_engine(config: Any, model: Any, tokenizer: Any, *, name: str, device: str,
+                        autocast_dtype: torch.dtype | None = None) -> SharedModelPolicy:
+    """The hf engine of a GRPO run (registered as `hf` in toolgym.policy.engines): the trainer's own model
+    object, except with off-policy rollouts, which sample while the update changes that object: they get a
+    snapshot copy, refreshed on each new label."""
+    options: dict[str, Any] = {"name": name, "device": device, "max_batch_size": config.engine.max_batch_size,
+                               "batch_wait_ms": config.engine.batch_wait_ms, "autocast_dtype": autocast_dtype}
+    if config.off_policy.enabled:
+        from toolgym.train.grpo.off_policy import SnapshotPolicy
+
+        return SnapshotPolicy(model, tokenizer, **options)
+    return SharedModelPolicy(model, tokenizer, **options)

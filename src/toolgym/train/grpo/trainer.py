@@ -29,7 +29,8 @@ from toolgym.algorithms.registry import lookup
 from toolgym.algorithms.turn_credit import assign_credit, credit_metrics
 from toolgym.dataset.manifest import write_manifest
 from toolgym.envs import Environment, make_env
-from toolgym.policy.base import SamplingParams
+from toolgym.policy.base import TrainableEngine
+from toolgym.policy.engines import build_trainable_engine
 from toolgym.rollout.results import episode_to_row
 from toolgym.rollout.tasks import load_tasks, select_tasks, tasks_file
 from toolgym.schema import Episode, Task
@@ -46,12 +47,7 @@ from toolgym.train.grpo.distributed import (
     sample_shared,
     sum_stats,
 )
-from toolgym.train.grpo.model_setup import (
-    build_rollout_engine,
-    disable_dropout,
-    forget_earlier_accelerator,
-    load_model_for_grpo,
-)
+from toolgym.train.grpo.model_setup import disable_dropout, forget_earlier_accelerator, load_model_for_grpo
 from toolgym.train.grpo.off_policy import RolloutPrefetch, SampledStep, sample_now, within_staleness
 from toolgym.train.grpo.periodic_eval import evaluate_step
 from toolgym.train.grpo.preflight import PreflightError, check_preflight
@@ -152,12 +148,13 @@ class _Run:
         if config.lora.enabled:
             install_adapter_hooks(self.accelerator)
         autocast_dtype = torch.bfloat16 if self.accelerator.mixed_precision == "bf16" else None
-        self.policy = build_rollout_engine(config, self.accelerator.unwrap_model(self.model), self.tokenizer,
-                                           name=f"grpo:{self.out.resolve()}", device=str(self.accelerator.device),
-                                           autocast_dtype=autocast_dtype)
+        # The rollout engine of engine.name, from the registry; it serves the trainer's weights once told their
+        # label (weights_changed) and reports what following them cost (sync_metrics).
+        self.policy: TrainableEngine = build_trainable_engine(
+            config.engine.name, config, self.accelerator.unwrap_model(self.model), self.tokenizer,
+            name=f"grpo:{self.out.resolve()}", device=str(self.accelerator.device), autocast_dtype=autocast_dtype)
         sampling = config.sampling
-        self.sampling = SamplingParams(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k,
-                                       max_new_tokens=sampling.max_new_tokens, stop=list(sampling.stop))
+        self.sampling = sampling.to_params()
         slots = config.concurrency or config.tasks_per_step * config.samples_per_task
         self.turn_progress = lookup("credit", config.advantage.credit).turn_progress
         limits = sampling.model_copy(update={"turn_progress": True}) if self.turn_progress else sampling
@@ -244,7 +241,7 @@ class _Run:
                 if held.episodes:
                     return held
                 too_stale = held.too_stale
-        self.policy.weights_changed(self.label(step))  # type: ignore[attr-defined]
+        self.policy.weights_changed(self.label(step))
         sampled = sample_now(self.sample_step, step, version=step)
         sampled.too_stale = too_stale
         return sampled
@@ -281,7 +278,7 @@ class _Run:
         for group in groups:
             self.curriculum.record(group.task_id, len(group.episodes), sum(e.succeeded for e in group.episodes))
         if self.prefetch is not None and step + 1 < config.steps:  # the next step samples during this update
-            self.policy.weights_changed(self.label(step))  # type: ignore[attr-defined]
+            self.policy.weights_changed(self.label(step))
             self.prefetch.start(step + 1, version=step)
         rewards = [r for g in groups for r in g.rewards]
         update_began = time.perf_counter()
@@ -307,7 +304,7 @@ class _Run:
                                "curriculum_weights": self.curriculum.weight_counts(),
                                "families": family_counts(groups, self.tasks_by_id),
                                **(credit_metrics(episodes, groups) if self.turn_progress else {}),
-                               **getattr(self.policy, "sync_metrics", dict)(),  # vllm: the step's weight sync
+                               **self.policy.sync_metrics(),  # e.g. vllm: the step's weight sync
                                **getattr(self.pool, "sync_metrics", dict)()}  # Ray workers: the step's weight load
         row["tool_call_collapse"] = check_collapse(row, state, config.monitor, self.say)
         return row

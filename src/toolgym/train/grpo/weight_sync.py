@@ -186,8 +186,11 @@ class SyncedVLLM(Policy):
         return self.reports[-1].row() if self.reports else {}
 
 
-def build_vllm_engine(config: Any, model: Any, tokenizer: Any) -> Any:
-    """The vLLM rollout engine for a GRPO config (its `engine` section), synced with `model` on first use."""
+def build_vllm_engine(config: Any, model: Any, tokenizer: Any, *, name: str = "", device: str = "",
+                      autocast_dtype: Any = None) -> SyncedVLLM:
+    """The vLLM rollout engine for a GRPO config (its `engine` section), synced with `model` on first use;
+    registered as `vllm` in toolgym.policy.engines. vLLM names itself, samples on the device of the trainer's
+    model and computes in engine.dtype, so `name`, `device` and `autocast_dtype` go unused."""
     from toolgym.policy.vllm_policy import VLLMPolicy
 
     engine = config.engine
