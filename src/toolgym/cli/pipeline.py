@@ -23,7 +23,8 @@ def pipeline(
     only: str | None = typer.Option(None, "--only", help="Comma-separated stages to run (the rest are left as they are)."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
-    """Build tasks → validate → teacher → SFT → RFT → GRPO → eval → report; a stage with output is skipped."""
+    """Build tasks → validate → teacher → SFT → RFT → GRPO → eval → report; a stage with output is skipped.
+    With study.seeds: one run per seed in OUT/seed-<N> (and GRPO variants), then a report over the seeds."""
     from toolgym.config import ConfigError
     from toolgym.pipeline.config import STAGES, load_pipeline_config
     from toolgym.pipeline.run import PipelineError, render_summary, run_pipeline
@@ -35,6 +36,13 @@ def pipeline(
         raise typer.Exit(2)
     try:
         settings = load_pipeline_config(config, out=values.get("out"), overrides=overrides)
+        if settings.study.seeds:  # several seeds (and GRPO variants), then the report over them
+            from toolgym.pipeline.study import run_study
+
+            study = run_study(settings, console=console, progress=progress, only=stages)
+            console.print(study["text"])
+            console.print(f"report: {', '.join(study['report'] or ['none'])}")
+            return
         summary = run_pipeline(settings, console=console, progress=progress, only=stages)
     except ConfigError as exc:
         raise usage_error(exc) from exc

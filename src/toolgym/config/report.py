@@ -29,14 +29,18 @@ class ReportOptions(PassAtK):
     """Page title (default: Run <folder name>)."""
     runs: list[str] = Field(default_factory=list, json_schema_extra={REPEATABLE: True})
     """Only these run folders (relative to RUN_DIR); empty: every run."""
+    detect_points: float = Field(5.0, gt=0, lt=100)
+    """Over several seeds: the stage difference (points) whose power each paired test states."""
 
 
 class ReportConfig(ReportOptions):
     """`toolgym report RUN_DIR`: dataset, stages, training curves, pass@k per env, before/after, trace diff and a
-    trajectory viewer, as report.md and one self-contained report.html."""
+    trajectory viewer, as report.md and one self-contained report.html. `toolgym report RUN_DIR...` over seed runs
+    of one pipeline (or a study folder): pooled success per stage and paired tests stratified by seed, with
+    study.json."""
 
     out: str | None = None
-    """Where to write report.md / report.html (default: RUN_DIR)."""
+    """Where to write report.md / report.html (default: RUN_DIR, or the study folder)."""
 
     def options(self) -> ReportOptions:
         """The report's own settings, without where it is written."""
