@@ -15,6 +15,7 @@ from pydantic_core import PydanticUndefined
 from toolgym.config.data import ConvertConfig, DataValidateConfig
 from toolgym.config.evaluation import EvalRunConfig, EvalShowConfig, LeakageConfig, RolloutConfig, SweepConfig
 from toolgym.config.grpo import GRPOConfig
+from toolgym.config.harness import HarnessConfig
 from toolgym.config.model import InitTinyConfig, PretrainTinyConfig, VerifyDefaultConfig
 from toolgym.config.pipeline import PipelineConfig
 from toolgym.config.report import ReportConfig
@@ -27,6 +28,7 @@ COMMANDS: list[tuple[str, type[BaseModel]]] = [
     ("toolgym train sft", SFTConfig), ("toolgym train rft", RFTConfig), ("toolgym train grpo", GRPOConfig),
     ("toolgym eval", EvalRunConfig), ("toolgym eval sweep", SweepConfig), ("toolgym eval show", EvalShowConfig),
     ("toolgym eval leakage", LeakageConfig), ("toolgym traces diff", TracesDiffConfig), ("toolgym rollout", RolloutConfig),
+    ("toolgym harness run", HarnessConfig),
     ("toolgym tasks build", TasksBuildConfig), ("toolgym tasks validate", TasksValidateConfig),
     ("toolgym tasks import", TasksImportConfig), ("toolgym model init-tiny", InitTinyConfig),
     ("toolgym model pretrain-tiny", PretrainTinyConfig), ("toolgym model verify-default", VerifyDefaultConfig),

@@ -28,6 +28,7 @@ ERROR_CAUSES = (
     ("user simulator error", "user simulator error"),
     ("timeout", "timeout"),
     ("worker error", "worker error"),  # a Ray worker died under the episode, on every try
+    ("harness error", "harness error"),  # `toolgym harness run`: the agent harness crashed or could not start
     ("verifier", "verifier error"),  # "verifier crashed …", "verifier error: …", "verifier timed out …"
     ("episode loop error", "internal error"),  # a bug in toolgym itself
     ("rollout error", "internal error"),
