@@ -73,6 +73,9 @@ class EngineSettings(Section):
     """vllm only: the share of GPU memory it takes."""
     tensor_parallel_size: int = Field(1, ge=1)
     """vllm only: tensor parallelism."""
+    command: str | None = None
+    """harness only: the agent harness every episode runs (a shell command, as `toolgym harness run --command`),
+    against the task's tools over MCP and a recording endpoint over the hf sampler; sampling.timeout_s bounds it."""
 
     @field_validator("name")
     @classmethod
@@ -81,6 +84,14 @@ class EngineSettings(Section):
         if value not in kinds:
             raise ValueError(f"unknown engine {value!r}; engines GRPO trains against: {', '.join(kinds)}")
         return value
+
+    @model_validator(mode="after")
+    def _harness(self) -> EngineSettings:
+        if self.name == "harness" and not (self.command or "").strip():
+            raise ValueError("engine.name harness needs engine.command (the agent harness each episode runs)")
+        if self.name != "harness" and self.command is not None:
+            raise ValueError(f"engine.command is read only by engine.name harness, not {self.name}")
+        return self
 
     @model_validator(mode="after")
     def _rope(self) -> EngineSettings:

@@ -115,6 +115,9 @@ class RFTSettings(Sampling, EpisodeLimits, PolicyChoice):
     """hf policies: rows per generate call."""
     policy: str | None = None
     """Policy spec to sample with (default hf:MODEL), e.g. openai:URL#MODEL#token or vllm:MODEL."""
+    harness: str | None = None
+    """An agent harness (a shell command, as `toolgym harness run --command`) that plays each episode against the
+    task's tools and a recording endpoint over the policy, timeout_s each; null: toolgym's episode loop."""
     device: str = "cpu"
     """cpu | cuda (sampling and training)."""
     seed: int = 0

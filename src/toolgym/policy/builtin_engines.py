@@ -8,7 +8,7 @@ from typing import Any
 
 from toolgym.policy.base import Policy
 from toolgym.policy.engines import EngineOptions
-from toolgym.policy.spec import ImperfectSpec, ModelSpec, OpenAISpec, OracleSpec
+from toolgym.policy.spec import HarnessSpec, ImperfectSpec, ModelSpec, OpenAISpec, OracleSpec
 
 
 def build_oracle(spec: OracleSpec, options: EngineOptions) -> Policy:
@@ -65,3 +65,10 @@ def build_openai(spec: OpenAISpec, options: EngineOptions) -> Policy:
     style = options.prompt_style if local else options.chat_style
     return OpenAIPolicy(spec.base_url, spec.model, api_key=options.api_key or "EMPTY", mode=spec.mode,
                         tokenizer_dir=tokenizer_dir, prompt_style=style)  # type: ignore[arg-type]
+
+
+def build_harness(spec: HarnessSpec, options: EngineOptions) -> Policy:
+    """`harness` names a training engine, not a policy a command can play tasks with."""
+    raise ValueError("policy spec 'harness' is the training engine whose episodes an agent harness plays "
+                     "(grpo engine.name: harness with engine.command); to play tasks through a harness, run "
+                     "toolgym harness run --command CMD --policy SPEC")

@@ -22,6 +22,7 @@ from toolgym.policy.base import Policy, TrainableEngine
 from toolgym.policy.spec import (
     SPEC_HELP,
     EngineSpec,
+    HarnessSpec,
     HFSpec,
     ImperfectSpec,
     ModelSpec,
@@ -218,7 +219,7 @@ def missing_requirement(kind: str) -> str | None:
             + (f": {engine.install_hint}" if engine.install_hint else ""))
 
 
-BUILT_IN = ("oracle", "imperfect", "hf", "vllm", "openai")
+BUILT_IN = ("oracle", "imperfect", "hf", "vllm", "openai", "harness")
 register_engine("oracle", "toolgym.policy.builtin_engines:build_oracle", spec=OracleSpec)
 register_engine("imperfect", "toolgym.policy.builtin_engines:build_imperfect", spec=ImperfectSpec)
 register_engine("hf", "toolgym.policy.builtin_engines:build_hf", spec=HFSpec,
@@ -227,3 +228,6 @@ register_engine("vllm", "toolgym.policy.builtin_engines:build_vllm", spec=VLLMSp
                 trainable="toolgym.train.grpo.weight_sync:build_vllm_engine", requires=("vllm",),
                 install_hint=VLLM_HINT)
 register_engine("openai", "toolgym.policy.builtin_engines:build_openai", spec=OpenAISpec)
+# The hf sampler over the trainer's model; the trainer plays its episodes through engine.command (harness.pool).
+register_engine("harness", "toolgym.policy.builtin_engines:build_harness", spec=HarnessSpec,
+                trainable="toolgym.train.grpo.policy:build_shared_engine", data_parallel=True)

@@ -53,6 +53,23 @@ class OracleSpec(EngineSpec):
         return "oracle"
 
 
+class HarnessSpec(EngineSpec):
+    """`harness`: GRPO's and RFT's in-process sampler whose episodes an agent harness plays (`engine.command`);
+    it is no policy of its own (`toolgym harness run --policy SPEC` plays a harness with any policy)."""
+
+    kind: Literal["harness"] = "harness"
+
+    @classmethod
+    def parse(cls, kind: str, rest: str | None) -> HarnessSpec:
+        if rest is not None:
+            raise ValueError(f"policy spec {'harness:' + rest!r}: write harness, with nothing after it")
+        return cls()
+
+    @property
+    def text(self) -> str:
+        return "harness"
+
+
 class ImperfectSpec(EngineSpec):
     """`imperfect:KIND=RATE,...[,seed=N]`: the oracle making real teachers' mistakes at these rates."""
 

@@ -208,14 +208,25 @@ def _sample_and_select(config: RFTConfig, *, console: Any | None, progress: bool
         return build_policy(spec, device=config.device, max_batch_size=config.max_batch_size,
                             tokenizer_dir=config.model)
 
-    summary = asyncio.run(run_rollout(
-        tasks, policy if policy is not None else policy_factory, out_dir=out / ROLLOUT_DIR,
-        env_factory=env_factory or make_env, samples_per_task=config.samples_per_task,
-        concurrency=config.concurrency, sampling=sampling, limits=config, tasks_sha256=sha256_file(tasks_path),
-        tasks_path=tasks_path,
-        config={"split": config.split, "envs": config.envs, "limit": config.limit, "stage": "rft"},
-        progress=progress, console=console,
-    ))
+    run_config = {"split": config.split, "envs": config.envs, "limit": config.limit, "stage": "rft"}
+    if config.harness is not None:  # the same rows, each episode played by the agent harness
+        from toolgym.chat.render import load_prompt_style
+        from toolgym.harness.runner import run_harness
+
+        summary = asyncio.run(run_harness(
+            tasks, policy if policy is not None else policy_factory, command=config.harness, out_dir=out / ROLLOUT_DIR,
+            samples_per_task=config.samples_per_task, concurrency=config.concurrency, timeout_s=config.timeout_s,
+            max_turns=config.max_turns, sampling=sampling, prompt_style=load_prompt_style(config.model),
+            tasks_sha256=sha256_file(tasks_path),
+            tasks_path=tasks_path, config=run_config, progress=progress, console=console,
+            env_factory=env_factory or make_env))
+    else:
+        summary = asyncio.run(run_rollout(
+            tasks, policy if policy is not None else policy_factory, out_dir=out / ROLLOUT_DIR,
+            env_factory=env_factory or make_env, samples_per_task=config.samples_per_task,
+            concurrency=config.concurrency, sampling=sampling, limits=config, tasks_sha256=sha256_file(tasks_path),
+            tasks_path=tasks_path, config=run_config, progress=progress, console=console,
+        ))
     if console is not None:
         console.print(summary.render())
     options = ConvertOptions(dedupe=config.dedupe, train_malformed_turns=config.train_malformed_turns)

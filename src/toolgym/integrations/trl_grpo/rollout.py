@@ -87,9 +87,7 @@ class ToolgymRollout:
         self.draw = draw  # curriculum.enabled: toolgym draws each group's task
         self.env_factory = env_factory
         self.on_batch = on_batch
-        sampling = config.sampling
-        self.sampling = SamplingParams(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k,
-                                       max_new_tokens=sampling.max_new_tokens, stop=list(sampling.stop))
+        self.sampling = config.sampling.to_params()
         self.policy: Policy | None = None
         self.pool: RolloutPool | None = None
 

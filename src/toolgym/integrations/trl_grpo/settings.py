@@ -29,6 +29,8 @@ MAPPING: tuple[tuple[str, str], ...] = (
     ("save_rollouts", "toolgym's `OUT/rollouts/step-N.jsonl`"),
     ("engine.name", "`use_vllm` (hf: false, toolgym's in-process sampler over the trained model; vllm: true,"
                     " toolgym's episodes sampled by TRL's colocated engine or `trl vllm-serve`)"),
+    ("engine.command", "read only by engine.name harness, which is refused (harness episodes train under backend"
+                       " toolgym)"),
     ("engine.device", "`use_cpu` (cpu: true)"),
     ("engine.dtype", "dtype of the frozen LoRA base (trained weights stay fp32); TRL builds vLLM at its auto"
                      " dtype"),
@@ -121,6 +123,9 @@ def refusals(config: GRPOConfig) -> list[str]:
     def refuse(setting: str, why: str) -> None:
         found.append(f"{setting}: {why}")
 
+    if config.engine.name not in ("hf", "vllm"):
+        refuse("engine.name", f"TRL samples with its own model or vLLM, not engine {config.engine.name}; harness "
+                              "episodes train under backend toolgym")
     if config.dynamic_sampling.enabled:
         refuse("dynamic_sampling.enabled", "TRL samples one generation batch per step; set it false")
     if config.off_policy.enabled:

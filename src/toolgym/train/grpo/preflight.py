@@ -66,7 +66,7 @@ def workload(config: GRPOConfig, architecture: Architecture, card_bytes: int, pr
         reference = "adapter_off"
     else:
         reference = "cpu" if loss.reference_device == "cpu" else "gpu"
-    hf_here = engine.name == "hf" and config.rollout_workers.ray is None
+    hf_here = engine.name in ("hf", "harness") and config.rollout_workers.ray is None
     return Workload(
         architecture=architecture, card_bytes=card_bytes,
         micro_batch_tokens=max(config.optim.batch_tokens, sampling.max_context_tokens),

@@ -70,8 +70,15 @@ class EpisodePool(Protocol):
 
 def make_rollout_pool(config: GRPOConfig, engine: Policy, *, slots: int, env_factory: Callable[[str], Environment],
                       limits: EpisodeLimits, out: Path) -> EpisodePool:
-    """The run's episode slots: in this process over `engine`, or (`rollout_workers.ray`) on Ray workers
-    that load the weights `engine` serves before each step's episodes."""
+    """The run's episode slots: in this process over `engine`, played by an agent harness (`engine.name:
+    harness`), or (`rollout_workers.ray`) on Ray workers that load the weights `engine` serves before each
+    step's episodes."""
+    if config.engine.name == "harness":
+        from toolgym.harness.pool import HarnessPool
+
+        assert config.engine.command is not None  # the config requires it
+        return HarnessPool(engine, command=config.engine.command, slots=slots, env_factory=env_factory,
+                           max_turns=limits.max_turns, timeout_s=limits.timeout_s)
     if config.rollout_workers.ray is None:
         return RolloutPool(engine, slots=slots, env_factory=env_factory, limits=limits)
     from toolgym.train.grpo.policy import SharedModelPolicy
