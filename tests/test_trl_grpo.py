@@ -152,6 +152,11 @@ def test_the_8b_trl_config_dry_runs_without_gpus_and_prints_the_trl_settings() -
                  "num_generations: 4", "vllm_importance_sampling_mode: token_truncate", "memory plan: qwen3"):
         assert line in done.stdout
     assert "fits:" in done.stdout
+    assert "vLLM (gpu_memory_utilization" not in done.stdout  # server mode: vLLM serves from GPUs of its own
+    colocated = subprocess.run([sys.executable, "-m", "toolgym.cli.main", "train", "grpo", "--config",
+                                "configs/launch/grpo_qwen3_8b_trl.yaml", "--dry-run", "--set", "trl.vllm_mode=colocate"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120, env=subprocess_env(), check=False)
+    assert colocated.returncode == 0 and "vLLM (gpu_memory_utilization" in colocated.stdout  # its share on each card
     probe = subprocess.run([sys.executable, "-c", "import sys; from toolgym.cli.train_grpo import print_trl_settings; "
                             "from toolgym.config.loading import load_grpo_config; "
                             "print_trl_settings(load_grpo_config('configs/launch/grpo_qwen3_8b_trl.yaml')); "

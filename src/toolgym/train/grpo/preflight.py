@@ -67,6 +67,8 @@ def workload(config: GRPOConfig, architecture: Architecture, card_bytes: int, pr
     else:
         reference = "cpu" if loss.reference_device == "cpu" else "gpu"
     hf_here = engine.name in ("hf", "harness") and config.rollout_workers.ray is None
+    # TRL's server mode serves from GPUs of their own (`trl vllm-serve`): the training GPUs hold no vLLM share
+    vllm_here = engine.name == "vllm" and not (config.backend == "trl" and config.trl.vllm_mode == "server")
     return Workload(
         architecture=architecture, card_bytes=card_bytes,
         micro_batch_tokens=max(config.optim.batch_tokens, sampling.max_context_tokens),
@@ -77,7 +79,7 @@ def workload(config: GRPOConfig, architecture: Architecture, card_bytes: int, pr
         gradient_checkpointing=config.optim.gradient_checkpointing,
         truncated_logprobs=loss.match_sampler_truncation and (sampling.top_p < 1 or sampling.top_k > 0),
         reference=reference,
-        vllm_utilization=engine.gpu_memory_utilization if engine.name == "vllm" else None,
+        vllm_utilization=engine.gpu_memory_utilization if vllm_here else None,
         vllm_max_model_len=engine.max_position_embeddings or architecture.max_position_embeddings,
         hf_sampling_rows=engine.max_batch_size if hf_here else None, hf_sampling_tokens=sampling.max_context_tokens,
         off_policy=config.off_policy.enabled and hf_here)
