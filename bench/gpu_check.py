@@ -7,7 +7,10 @@ Parts, in order (each timed; one that fails is recorded with its traceback and t
   setup    a Qwen3-shaped model folder with random weights (built on the device, from a config) and the
            shipped default model's tokenizer; tasks of one app; SFT rows from oracle trajectories
   engine   HFPolicy (token in/out): a rollout of tasks × samples through the episode loop, then raw
-           batched `generate_batch` at several batch sizes: generation tokens/s
+           batched `generate_batch` at several batch sizes: generation tokens/s, beside the same workload
+           through the engine's static-cache decode (compiled on CUDA), through plain eager `model.generate`,
+           and the decode roofline of the shape (weights + KV read per step ÷ the card's memory bandwidth:
+           `--bandwidth-gbs`, or the table `BANDWIDTH_GBS` by device name), each as a fraction of it
   sft      `run_sft` with LoRA, then full weights: step time, tokens/s, peak memory
   grpo     `run_grpo` (full weights, the in-process HF engine): rollout / update seconds, peak memory
   memfit   LoRA SFT steps (toolgym's LoRA, loss and optimizer) of a Qwen3-8B-shaped model built in bf16
@@ -56,6 +59,13 @@ RESULTS_FILE = "gpu_check.json"
 LOG_FILE = "gpu_check.log"
 WATCHDOG_GRACE_S = 45.0
 GIB = 1024**3
+STATIC_RESERVE_S = 60.0  # the engine's static decode (compiled on CUDA) starts only with this much budget left
+# Memory bandwidth (GB/s) by device name: the first row whose words all appear in the name (upper-cased) wins.
+BANDWIDTH_GBS: tuple[tuple[tuple[str, ...], float], ...] = (
+    (("H200",), 4800.0), (("H100", "PCIE"), 2000.0), (("H100", "NVL"), 3900.0), (("H100",), 3350.0),
+    (("A100", "80GB", "PCIE"), 1935.0), (("A100", "80GB"), 2039.0), (("A100",), 1555.0), (("L40S",), 864.0),
+    (("A10G",), 600.0), (("L4",), 300.0),
+)
 
 
 @dataclass(frozen=True)
@@ -337,6 +347,80 @@ def timed(into: dict[str, Any], key: str, cuda: bool) -> Iterator[None]:
     into[key] = round(time.perf_counter() - began, 3)
 
 
+def memory_bandwidth_gbs(device_name: str, override: float | None = None) -> float | None:
+    """The card's memory bandwidth in GB/s: `override` if given, else the table's, else None (unknown)."""
+    if override:
+        return override
+    name = device_name.upper()
+    return next((gbs for words, gbs in BANDWIDTH_GBS if all(word in name for word in words)), None)
+
+
+def decode_roofline(fields: dict[str, Any], parameters: int, rows: int, context_tokens: float, value_bytes: int,
+                    bandwidth_gbs: float) -> dict[str, float]:
+    """The fastest a memory-bound decode step can be: every weight the step reads (all but an untied input
+    embedding, of which it gathers a few rows) and each row's keys and values over `context_tokens`
+    (layers × K and V × kv heads × head dim), each read once, at the card's bandwidth."""
+    weights = parameters - (0 if fields["tie_word_embeddings"] else fields["vocab_size"] * fields["hidden_size"])
+    kv_per_token = fields["num_hidden_layers"] * 2 * fields["num_key_value_heads"] * fields["head_dim"]
+    weight_bytes = weights * value_bytes
+    kv_bytes = rows * context_tokens * kv_per_token * value_bytes
+    step_s = (weight_bytes + kv_bytes) / (bandwidth_gbs * 1e9)
+    return {"weight_bytes": weight_bytes, "kv_bytes": round(kv_bytes), "step_s": step_s,
+            "tokens_per_s": rows / step_s}
+
+
+def left_padded(prompts: list[list[int]], pad_id: int) -> tuple[Any, Any]:
+    """(input_ids, attention_mask) of prompts left-padded to the longest, as `generate` takes them."""
+    import torch
+
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, prompt in enumerate(prompts):
+        ids[row, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
+        mask[row, width - len(prompt):] = 1
+    return ids, mask
+
+
+def eager_generate_seconds(model: Any, prompts: list[list[int]], new_tokens: int, pad_id: int, device: str,
+                           cuda: bool) -> float:
+    """Seconds of plain `model.generate` (dynamic cache, the model's attention, sampled at T=1 with no
+    top-k/top-p, exactly `new_tokens` a row) over the prompts, prefill included."""
+    import torch
+    from transformers import GenerationConfig
+
+    ids, mask = left_padded(prompts, pad_id)
+    config = GenerationConfig(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=new_tokens,
+                              min_new_tokens=new_tokens, eos_token_id=None, pad_token_id=pad_id)
+    sync(cuda)
+    began = time.perf_counter()
+    with torch.inference_mode():
+        model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config)
+    sync(cuda)
+    return time.perf_counter() - began
+
+
+def engine_seconds(policy: Any, prompts: list[list[int]], new_tokens: int, cuda: bool) -> tuple[float, int]:
+    """(seconds, tokens) of one `generate_batch` over the prompts from a cold prefix cache (prefill included)."""
+    from toolgym.policy.base import GenerationRequest, SamplingParams
+
+    if policy.prefix_cache is not None:
+        policy.prefix_cache.clear()  # prefill counted too, as on a first turn
+    requests = [GenerationRequest(sampling=SamplingParams(temperature=1.0, max_new_tokens=new_tokens, seed=100 + i),
+                                  prompt_ids=list(p)) for i, p in enumerate(prompts)]
+    sync(cuda)
+    began = time.perf_counter()
+    generations = policy.generate_batch(requests)
+    sync(cuda)
+    return time.perf_counter() - began, sum(len(g.completion_ids) for g in generations)
+
+
+def decode_rate(full: tuple[float, int], first: tuple[float, int], rows: int) -> float | None:
+    """Decode tokens/s from a run of n tokens and one of 1 token (the prefill and first step taken out)."""
+    seconds, tokens = full[0] - first[0], full[1] - rows
+    return round(tokens / seconds, 1) if seconds > 0 and tokens > 0 else None
+
+
 # -- setup --------------------------------------------------------------------------------------------
 
 
@@ -395,7 +479,7 @@ def part_setup(check: Check) -> dict[str, Any]:
 def part_engine(check: Check) -> dict[str, Any]:
     """HFPolicy: a rollout through the episode loop, then raw batched generation at several batch sizes."""
     from toolgym.agent.limits import EpisodeLimits
-    from toolgym.policy.base import GenerationRequest, SamplingParams
+    from toolgym.policy.base import SamplingParams
     from toolgym.policy.hf import HFPolicy
     from toolgym.rollout.runner import run_rollout
     from toolgym.rollout.tasks import load_tasks
@@ -437,28 +521,95 @@ def part_engine(check: Check) -> dict[str, Any]:
         if summary.error:
             raise RuntimeError(f"{summary.error} of {summary.episodes} episodes errored: {summary.errors_by_cause}; "
                                f"first: {next(r['error'] for r in rows if r['status'] == 'error')}")
-        metrics["generate_batch"] = []
-        for size in shape.generate_batches:
-            if policy.prefix_cache is not None:
-                policy.prefix_cache.clear()  # prefill counted too, as on a first turn
-            requests = [GenerationRequest(sampling=SamplingParams(temperature=1.0, max_new_tokens=shape.max_new_tokens,
-                                                                  seed=100 + i), prompt_ids=list(prompts[i % len(prompts)]))
-                        for i in range(size)]
-            sync(check.cuda)
-            began = time.perf_counter()
-            generations = policy.generate_batch(requests)
-            sync(check.cuda)
-            seconds = time.perf_counter() - began
-            tokens = sum(len(g.completion_ids) for g in generations)
-            metrics["generate_batch"].append({"batch": size, "seconds": round(seconds, 3), "tokens": tokens,
-                                              "tokens_per_s": round(tokens / seconds, 1),
-                                              "shared_prefix_groups": policy.shared_prefix_groups})
-            check.say(f"generate_batch {size}: {tokens} tokens in {seconds:.2f}s ({tokens / seconds:.0f} tok/s)")
+        metrics["generate_batch"] = compare_decoders(check, policy, prompts)
     finally:
         asyncio.run(policy.close())
         del policy
     metrics.update(memory(check.cuda))
     return metrics
+
+
+def compare_decoders(check: Check, policy: Any, prompts: list[list[int]]) -> list[dict[str, Any]]:
+    """Per batch size: the engine's default decode, its static-cache decode (compiled on CUDA), eager
+    `model.generate` on the same prompts and token count, and the shape's roofline, each rate also as a
+    fraction of the roofline. Rates are end to end (prefill included) and decode only (a 1-token run subtracted)."""
+    shape, cuda, new_tokens = check.shape, check.cuda, check.shape.max_new_tokens
+    model = policy.model
+    parameters = sum(p.numel() for p in model.parameters())
+    value_bytes = next(model.parameters()).element_size()
+    bandwidth = memory_bandwidth_gbs(check.info.get("device_name", ""), check.args.bandwidth_gbs)
+    results = []
+    for size in shape.generate_batches:
+        batch = [prompts[i % len(prompts)] for i in range(size)]
+        entry: dict[str, Any] = {"batch": size, "new_tokens": new_tokens,
+                                 "prompt_tokens_mean": round(statistics.mean(len(p) for p in batch), 1)}
+        if check.remaining() <= 0:
+            entry["skipped"] = "budget spent"
+            results.append(entry)
+            continue
+        policy.static_decode = policy.compile_decode = False
+        first, full = engine_seconds(policy, batch, 1, cuda), engine_seconds(policy, batch, new_tokens, cuda)
+        entry.update(seconds=round(full[0], 3), tokens=full[1], tokens_per_s=round(full[1] / full[0], 1),
+                     decode_tokens_per_s=decode_rate(full, first, size),
+                     shared_prefix_groups=policy.shared_prefix_groups)
+        if check.args.static_decode and check.remaining() < STATIC_RESERVE_S:
+            entry["static"] = {"skipped": f"{check.remaining():.0f}s of budget left, under {STATIC_RESERVE_S:.0f}s"}
+        elif check.args.static_decode:
+            try:  # a setting under trial: its failure is recorded here, the part goes on
+                policy.static_decode, policy.compile_decode = True, cuda
+                with timed(entry, "static_warmup_s", cuda):  # compiles the step for each cache shape on CUDA
+                    engine_seconds(policy, batch, 1, cuda)
+                    engine_seconds(policy, batch, new_tokens, cuda)
+                first, full = engine_seconds(policy, batch, 1, cuda), engine_seconds(policy, batch, new_tokens, cuda)
+                entry["static"] = {"compiled": cuda, "seconds": round(full[0], 3), "tokens": full[1],
+                                   "tokens_per_s": round(full[1] / full[0], 1),
+                                   "decode_tokens_per_s": decode_rate(full, first, size)}
+            except Exception as exc:
+                entry["static"] = {"error": f"{type(exc).__name__}: {exc}"[:1000]}
+            finally:
+                policy.static_decode = policy.compile_decode = False
+        eager_generate_seconds(model, batch[:1], 2, policy.pad_token_id, check.device, cuda)  # warm-up
+        first_s = eager_generate_seconds(model, batch, 1, policy.pad_token_id, check.device, cuda)
+        full_s = eager_generate_seconds(model, batch, new_tokens, policy.pad_token_id, check.device, cuda)
+        tokens = size * new_tokens
+        entry["generate_eager"] = {"seconds": round(full_s, 3), "tokens": tokens,
+                                   "tokens_per_s": round(tokens / full_s, 1),
+                                   "decode_tokens_per_s": decode_rate((full_s, tokens), (first_s, size), size)}
+        if bandwidth:
+            context = entry["prompt_tokens_mean"] + (new_tokens - 1) / 2  # mean keys per row over the decode
+            roofline = decode_roofline(shape.policy, parameters, size, context, value_bytes, bandwidth)
+            entry["roofline"] = {"bandwidth_gbs": bandwidth, **{k: round(v, 6) for k, v in roofline.items()}}
+            for where in (entry, entry.get("static", {}), entry["generate_eager"]):
+                for key in ("tokens_per_s", "decode_tokens_per_s"):
+                    if where.get(key):
+                        where[f"{key}_of_roofline"] = round(where[key] / roofline["tokens_per_s"], 4)
+        check.say(decoders_line(entry))
+        results.append(entry)
+    return results
+
+
+def decoders_line(entry: dict[str, Any]) -> str:
+    """One batch size's rates, each with its fraction of the roofline when there is one."""
+
+    def rate(where: dict[str, Any]) -> str:
+        if "error" in where:
+            return f"failed ({where['error'][:120]})"
+        if "skipped" in where:
+            return f"skipped ({where['skipped']})"
+        share = where.get("decode_tokens_per_s_of_roofline")
+        return (f"{where.get('tokens_per_s')} tok/s, decode {where.get('decode_tokens_per_s')} tok/s"
+                + (f" = {share:.1%} of roofline" if share is not None else ""))
+
+    if "skipped" in entry:
+        return f"batch {entry['batch']}: skipped ({entry['skipped']})"
+    parts = [f"batch {entry['batch']}: engine {rate(entry)}"]
+    if "static" in entry:
+        parts.append(f"static{' compiled' if entry['static'].get('compiled') else ''} {rate(entry['static'])}")
+    parts.append(f"eager generate {rate(entry['generate_eager'])}")
+    if "roofline" in entry:
+        parts.append(f"roofline {entry['roofline']['tokens_per_s']:.0f} tok/s "
+                     f"({entry['roofline']['bandwidth_gbs']:.0f} GB/s)")
+    return " · ".join(parts)
 
 
 # -- SFT ----------------------------------------------------------------------------------------------
@@ -779,7 +930,12 @@ def headline(name: str, metrics: dict[str, Any]) -> str:
     if name == "setup":
         return f"{get('policy_params_m')}M params; {get('tasks')} tasks; {get('sft_rows')} SFT rows"
     if name == "engine":
-        batches = ", ".join(f"b{b['batch']} {b['tokens_per_s']:.0f}" for b in get("generate_batch") or [])
+        batches = ", ".join(f"b{b['batch']} skipped" if "skipped" in b else f"b{b['batch']} {b['tokens_per_s']:.0f}"
+                            + (f" (eager generate {b['generate_eager']['tokens_per_s']:.0f})"
+                               if "generate_eager" in b else "")
+                            + (f" [{b['decode_tokens_per_s_of_roofline']:.1%} of roofline]"
+                               if b.get("decode_tokens_per_s_of_roofline") else "")
+                            for b in get("generate_batch") or [])
         return (f"rollout {get('rollout', 'episodes')} ep {get('rollout', 'tokens_per_s')} tok/s; "
                 f"generate tok/s {batches}; peak {get(peak)} GiB")
     if name == "sft":
@@ -849,6 +1005,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--block-imports", default="",
                         help="comma-separated modules to make unimportable here and in launched processes")
     parser.add_argument("--keep-work", action="store_true", help="keep the scratch folder")
+    parser.add_argument("--bandwidth-gbs", type=float, default=None,
+                        help="the device's memory bandwidth in GB/s for the decode roofline (default: by device "
+                             "name from BANDWIDTH_GBS; none on CPU)")
+    parser.add_argument("--no-static-decode", dest="static_decode", action="store_false",
+                        help="skip the engine's static-cache decode (compiled on CUDA) in the engine part")
     args = parser.parse_args(argv)
     if args.shape is None:
         args.shape = "full" if args.device.startswith("cuda") else "tiny"

@@ -53,6 +53,51 @@ def test_step_seconds_come_from_cumulative_elapsed() -> None:
     assert gpu_check.steady([2.0]) == [2.0]
 
 
+def test_help_runs_without_a_device() -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "--bandwidth-gbs" in done.stdout and "roofline" in done.stdout
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("NVIDIA H200", 4800.0), ("NVIDIA H100 80GB HBM3", 3350.0), ("NVIDIA H100 PCIe", 2000.0),
+    ("NVIDIA A100-SXM4-80GB", 2039.0), ("NVIDIA A100-SXM4-40GB", 1555.0), ("NVIDIA L40S", 864.0),
+    ("NVIDIA L4", 300.0), ("cpu (2 cores)", None)])
+def test_bandwidth_comes_from_the_device_name(name: str, expected: float | None) -> None:
+    gpu_check = _module()
+    assert gpu_check.memory_bandwidth_gbs(name) == expected
+    assert gpu_check.memory_bandwidth_gbs(name, 1000.0) == 1000.0  # the flag wins
+
+
+def test_decode_roofline_is_weights_and_kv_read_once_over_bandwidth() -> None:
+    gpu_check = _module()
+    fields = dict(gpu_check.QWEN3_0_6B)
+    parameters = 596_049_920  # Qwen3-0.6B, tied embeddings: the lm_head reads the embedding once
+    kv_per_token = 28 * 2 * 8 * 128  # layers × (K, V) × kv heads × head dim
+    roofline = gpu_check.decode_roofline(fields, parameters, rows=64, context_tokens=1000.5, value_bytes=2,
+                                         bandwidth_gbs=4800.0)
+    step = (parameters * 2 + 64 * 1000.5 * kv_per_token * 2) / 4.8e12
+    assert roofline["step_s"] == pytest.approx(step, rel=1e-12)
+    assert roofline["tokens_per_s"] == pytest.approx(64 / step, rel=1e-12)
+    untied = gpu_check.decode_roofline({**fields, "tie_word_embeddings": False}, parameters, 1, 0.0, 2, 4800.0)
+    assert untied["weight_bytes"] == (parameters - 151936 * 1024) * 2  # the input embedding is only gathered
+
+
+@pytest.mark.slow
+def test_engine_part_reports_the_engine_beside_eager_generate_and_the_roofline(tmp_path: Path) -> None:
+    data = _run(tmp_path / "out", "--device", "cpu", "--shape", "tiny", "--parts", "engine", "--bandwidth-gbs", "20",
+                "--budget-s", "200")
+    for entry in data["parts"]["engine"]["metrics"]["generate_batch"]:
+        roofline = entry["roofline"]
+        assert roofline["bandwidth_gbs"] == 20.0 and roofline["tokens_per_s"] > 0
+        for where in (entry, entry["static"], entry["generate_eager"]):
+            assert where["tokens_per_s"] > 0
+            # the fraction is written to 4 decimals: half a unit of the last one apart at most
+            assert where["tokens_per_s_of_roofline"] == pytest.approx(where["tokens_per_s"] / roofline["tokens_per_s"],
+                                                                      abs=5e-5)
+        assert entry["generate_eager"]["tokens"] == entry["batch"] * entry["new_tokens"]
+        assert entry["static"]["compiled"] is False  # compiled only on CUDA
+
+
 @pytest.mark.slow  # imports torch, transformers, peft and accelerate: ~10 s on its own
 def test_a_spent_budget_skips_every_part_and_still_writes_results(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,7 +7,11 @@ stop strings and budget (see `toolgym.policy.sampling`), and comes back as the e
 with their log-probs; a request with a grammar is held to it (`toolgym.policy.grammar`). Prompt
 states are kept in a prefix cache, so a shared system prompt or an episode's previous turns are not
 computed again, and while decoding, rows that share a prompt prefix read its states once per step
-(see `toolgym.policy.shared_prefix`).
+(see `toolgym.policy.shared_prefix`). Tokens are sampled where the logits are and fed back from
+there: a decode step copies only the chosen ids and log-probs to the host, once, and its key/value
+buffers are reused from batch to batch (`toolgym.policy.decode_buffers`). `static_decode` (and
+`compile_decode`) switch a policy to transformers' StaticCache with fixed shapes, for a compiled step
+on CUDA (`toolgym.policy.static_decode`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,6 +38,7 @@ from transformers import (
 from toolgym.policy.attention import layout_attention, layout_masks, plain_full_attention
 from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError
 from toolgym.policy.cache_arg import cache_keyword
+from toolgym.policy.decode_buffers import DecodeBuffers
 from toolgym.policy.grammar import GrammarError, GrammarTokenizer
 from toolgym.policy.prefill import PrefillRow, prefill
 from toolgym.policy.prefix_cache import PrefixCache, PrefixEntry
@@ -45,6 +51,7 @@ from toolgym.policy.shared_prefix import (
     plan_groups,
     worth_sharing,
 )
+from toolgym.policy.static_decode import StaticDecoder
 from toolgym.policy.weights import weights_fingerprint
 
 # Reuse cached prefix states only if the part left to compute is under 1/RECOMPUTE_RATIO of the prompt.
@@ -75,6 +82,12 @@ class HFPolicy(Policy):
     """Token-mode policy over a local checkpoint (optionally with a peft LoRA adapter)."""
 
     _expected_batch = 0  # size of the last batch collected (0: none yet); see `_collect`
+    # Settings, set on a policy after it is built. static_decode: decode on transformers' StaticCache with the
+    # model's own attention (fixed shapes, no shared-prefix reads, no compaction; see static_decode.py).
+    # compile_decode (with static_decode): the step through torch.compile's CUDA graphs, one compilation per
+    # cache shape. Neither changes what is sampled: the same ids and log-probs up to float rounding.
+    static_decode = False
+    compile_decode = False
 
     def __init__(
         self,
@@ -106,6 +119,7 @@ class HFPolicy(Policy):
                     checkpoint=str(model_path.resolve()) + (f"+lora:{Path(lora).resolve()}" if lora else ""),
                     max_batch_size=max_batch_size, batch_wait_ms=batch_wait_ms, max_batch_wait_ms=max_batch_wait_ms,
                     seed=seed, prefix_cache_tokens=prefix_cache_tokens)
+        self._keep_decode_buffers = True  # this policy owns its model: nothing else wants the buffers' memory
         self.weights = weights_fingerprint(model_path, lora)
 
     def _adopt(self, model: Any, tokenizer: Any, *, name: str, checkpoint: str | None, max_batch_size: int,
@@ -137,6 +151,13 @@ class HFPolicy(Policy):
         self.compactions = 0  # decode batches rebuilt without their finished rows
         self.batch_sizes: list[int] = []
         self._rng = random.Random(seed)
+        # Decode buffers, reused by every batch (two: a compacted batch is filled from the one it replaces).
+        # A policy over a live (training) model frees them after each batch: its trainer's update takes turns
+        # with sampling for that memory. One that loaded its own model keeps them (see `__init__`).
+        self._decode_buffers = (DecodeBuffers(), DecodeBuffers())
+        self._buffers_lock = threading.Lock()
+        self._keep_decode_buffers = False
+        self._static_decoder: StaticDecoder | None = None
         self._grammar_tokenizer: GrammarTokenizer | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -262,23 +283,43 @@ class HFPolicy(Policy):
             raise PolicyError(f"the request's grammar does not compile: {exc}") from exc
 
     def _decode(self, prompts: list[list[int]], rows: list[RowState]) -> list[Generation]:
+        """Decode with the buffers (or static cache) this policy keeps; fresh ones while another thread holds them."""
+        keep = self._buffers_lock.acquire(blocking=False)
+        try:
+            row_prompts = self._row_prompts(prompts)
+            budget = max(max(r.sampling.max_new_tokens, 1) for r in rows)
+            if self.static_decode:
+                fresh = not keep or self._static_decoder is None or \
+                    self._static_decoder.compile_step != self.compile_decode
+                decoder = StaticDecoder(self.model, compile_step=self.compile_decode) if fresh else self._static_decoder
+                if keep:
+                    self._static_decoder = decoder
+                return self._decode_static(prompts, rows, row_prompts, budget, decoder)
+            buffers = self._decode_buffers if keep else (DecodeBuffers(), DecodeBuffers())
+            return self._decode_layouts(prompts, rows, row_prompts, budget, buffers)
+        finally:
+            if keep:
+                if not self._keep_decode_buffers:
+                    for pool in self._decode_buffers:
+                        pool.release()
+                    if self._static_decoder is not None:
+                        self._static_decoder.release()
+                self._buffers_lock.release()
+
+    def _decode_layouts(self, prompts: list[list[int]], rows: list[RowState], row_prompts: list[RowPrompt],
+                        budget: int, buffers: tuple[DecodeBuffers, DecodeBuffers]) -> list[Generation]:
         """One forward per step for the running rows; each row feeds back the token its sampler chose.
 
+        The chosen ids stay on the device and are fed back from there; the one host copy a step makes
+        (ids and log-probs, in `RowSampler.step`) is all the stop checks and the loop's decisions read.
         Rows finish at different steps, and a finished row left in the batch costs as much as a running
         one. So once at most half of a batch's rows still run (and enough budget is left to pay for it),
-        the batch is rebuilt from the running rows' states (`_compact`): their prompt is now the original
-        prompt plus what they sampled, and the finished rows' states go to the prefix cache."""
-        matches = self._prompt_states(prompts)
-        row_prompts = []
-        for prompt, (_, entry) in zip(prompts, matches, strict=True):
-            if entry is None:  # a one-token prompt: nothing before the token that is decoded
-                states = self._no_states()
-            else:
-                states = [(keys[:, : len(prompt) - 1], values[:, : len(prompt) - 1]) for keys, values in entry.states]
-            row_prompts.append(RowPrompt(prompt, states))
-        budget = max(max(r.sampling.max_new_tokens, 1) for r in rows)
+        the batch is rebuilt from the running rows' states (`_compact`, into the other of the two
+        `buffers`): their prompt is now the original prompt plus what they sampled, and the finished
+        rows' states go to the prefix cache. A finished row left in the batch keeps decoding what its
+        sampler draws; its output was already cut."""
         members = list(range(len(rows)))  # the rows (indexes into `rows`) of the current batch, in batch order
-        batch = self._decode_batch(row_prompts, budget)
+        batch = self._decode_batch(row_prompts, budget, buffers[0])
         self.shared_prefix_groups = len(batch.groups) if isinstance(batch, GroupedDecodeBatch) else 0
         input_ids = torch.tensor([[p[-1]] for p in prompts], dtype=torch.long, device=self.device)
         positions = torch.tensor([[len(p) - 1] for p in prompts], dtype=torch.long, device=self.device)
@@ -290,32 +331,69 @@ class HFPolicy(Policy):
                 logits = self.model(input_ids=input_ids, position_ids=positions, attention_mask=masks,
                                     use_cache=True, **{keyword: batch}).logits[:, -1]
                 batch.advance()
-                sampler(input_ids, logits)  # appends each running row's token (and log-prob) to its RowState
-                done = stopper(input_ids, logits)
-                if bool(done.all()):
+                chosen = sampler.step(logits)  # appends each running row's token (and log-prob) to its RowState
+                done = stopper.update()
+                if all(done):
                     break
-                running = (~done).nonzero().squeeze(-1).tolist()
+                input_ids, positions = chosen.unsqueeze(-1), positions + 1
+                running = [slot for slot, finished in enumerate(done) if not finished]
                 left = budget - step - 1
                 if len(running) * 2 <= len(members) and left >= MIN_STEPS_AFTER_COMPACTION:
-                    batch, members, positions = self._compact(batch, members, running, prompts, rows, left)
+                    buffers = (buffers[1], buffers[0])  # the new batch is built while the old one is read
+                    batch, members, positions = self._compact(batch, members, running, prompts, rows, left, buffers[0])
                     sampler = RowSampler([rows[i] for i in members])
                     stopper = RowStopper([rows[i] for i in members], self.tokenizer, self.eos_token_ids)
                     masks = layout_masks(self.model, batch)
+                    input_ids = input_ids[torch.tensor(running, dtype=torch.long, device=input_ids.device)]
                     self.compactions += 1
-                # A finished row keeps decoding its last token until the batch ends; its output is already cut.
-                input_ids = torch.tensor([[rows[i].token_ids[-1]] for i in members], dtype=torch.long,
-                                         device=self.device)
-                positions = positions + 1
         generations = [self._to_generation(row) for row in rows]
         for slot, index in enumerate(members):
             self._store_row(batch, slot, prompts[index], generations[index].completion_ids)
         return generations
 
-    def _decode_batch(self, row_prompts: list[RowPrompt], budget: int) -> DecodeBatch:
+    def _row_prompts(self, prompts: list[list[int]]) -> list[RowPrompt]:
+        """Each prompt with the states of all its tokens but the last (from the prefix cache or a prefill)."""
+        row_prompts = []
+        for prompt, (_, entry) in zip(prompts, self._prompt_states(prompts), strict=True):
+            if entry is None:  # a one-token prompt: nothing before the token that is decoded
+                states = self._no_states()
+            else:
+                states = [(keys[:, : len(prompt) - 1], values[:, : len(prompt) - 1]) for keys, values in entry.states]
+            row_prompts.append(RowPrompt(prompt, states))
+        return row_prompts
+
+    def _decode_static(self, prompts: list[list[int]], rows: list[RowState], row_prompts: list[RowPrompt],
+                       budget: int, decoder: StaticDecoder) -> list[Generation]:
+        """The decode loop on transformers' StaticCache (`toolgym.policy.static_decode`): fixed shapes, optionally
+        a compiled step; rows past the batch pad it to the cache's row count and are never read."""
+        sampler, stopper = RowSampler(rows), RowStopper(rows, self.tokenizer, self.eos_token_ids)
+        self.shared_prefix_groups = 0
+        # inputs made inside inference mode too: a compiled step sees the same kind of tensor every call
+        with torch.inference_mode():
+            padding = decoder.start_batch(row_prompts, budget) - len(rows)
+            input_ids = torch.tensor([[p[-1]] for p in prompts] + [[self.pad_token_id]] * padding, dtype=torch.long,
+                                     device=self.device)
+            positions = torch.tensor([[len(p) - 1] for p in prompts] + [[0]] * padding, dtype=torch.long,
+                                     device=self.device)
+            for _ in range(budget):
+                logits = decoder.step(input_ids, positions)
+                chosen = sampler.step(logits[: len(rows)])
+                if all(stopper.update()):
+                    break
+                input_ids = torch.cat([chosen.unsqueeze(-1), input_ids[len(rows) :]])
+                positions = positions + 1
+        generations = [self._to_generation(row) for row in rows]
+        if self.prefix_cache is not None:
+            for slot, (prompt, generation) in enumerate(zip(prompts, generations, strict=True)):
+                sampled = generation.completion_ids[:-1]
+                self.prefix_cache.store(prompt + sampled, decoder.row_states(slot, len(prompt) + len(sampled)))
+        return generations
+
+    def _decode_batch(self, row_prompts: list[RowPrompt], budget: int, buffers: DecodeBuffers) -> DecodeBatch:
         """Grouped by shared prompt prefix where that reads fewer states per step, else one padded row each."""
         groups = plan_groups([r.token_ids for r in row_prompts])
         shared = worth_sharing(groups, [len(r.token_ids) for r in row_prompts])
-        return new_decode_batch(row_prompts, groups if shared else None, budget)
+        return new_decode_batch(row_prompts, groups if shared else None, budget, buffers)
 
     def _store_row(self, batch: DecodeBatch, slot: int, prompt: list[int], completion_ids: list[int]) -> None:
         """Keep a finished row's states (its prompt and what it sampled, but the last token) for the next turn."""
@@ -324,8 +402,10 @@ class HFPolicy(Policy):
             self.prefix_cache.store(prompt + sampled, batch.row_states(slot, len(prompt) + len(sampled)))
 
     def _compact(self, batch: DecodeBatch, members: list[int], running: list[int], prompts: list[list[int]],
-                 rows: list[RowState], budget: int) -> tuple[DecodeBatch, list[int], torch.Tensor]:
-        """A new batch of the running rows only (`running`: their slots in `batch`), for `budget` more steps."""
+                 rows: list[RowState], budget: int,
+                 buffers: DecodeBuffers) -> tuple[DecodeBatch, list[int], torch.Tensor]:
+        """A new batch of the running rows only (`running`: their slots in `batch`), for `budget` more steps,
+        in `buffers` (not the ones `batch` holds: its states are read while the new batch is filled)."""
         for slot, index in enumerate(members):
             row = rows[index]
             if row.length is not None:  # finished: its kept tokens are final
@@ -334,9 +414,10 @@ class HFPolicy(Policy):
         for slot in running:
             index = members[slot]
             fed = prompts[index] + rows[index].token_ids  # the last sampled token is fed at the next step
-            row_prompts.append(RowPrompt(fed, batch.row_states(slot, len(fed) - 1)))
-        positions = torch.tensor([[len(r.token_ids) - 2] for r in row_prompts], dtype=torch.long, device=self.device)
-        return self._decode_batch(row_prompts, budget), [members[slot] for slot in running], positions
+            row_prompts.append(RowPrompt(fed, batch.row_states(slot, len(fed) - 1, copy=False)))
+        # the position of the token each row is fed next: its last sampled one
+        positions = torch.tensor([[len(r.token_ids) - 1] for r in row_prompts], dtype=torch.long, device=self.device)
+        return self._decode_batch(row_prompts, budget, buffers), [members[slot] for slot in running], positions
 
     def _no_states(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Zero-token states shaped like the model's (for a prompt that is one token long)."""

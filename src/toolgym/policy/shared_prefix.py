@@ -6,8 +6,9 @@ traffic is most of a batched step. Here rows that share a prefix form a group wh
 the prefix once, then the rest of each member's prompt, then the tokens its members decode; each
 row's queries are masked to the prefix and its own columns. The same attention over the same keys,
 with the prefix read once per group per step (`GroupedDecodeBatch`); a batch with nothing worth
-sharing (one row, say) keeps one left-padded row per prompt and the fused SDPA kernel
-(`PaddedDecodeBatch`).
+sharing (one row, say) keeps one left-padded row per prompt (`PaddedDecodeBatch`). Both layouts run
+torch's fused `scaled_dot_product_attention` with a mask (the grouped one: a group's rows are its
+query lines), and both take their buffers from `DecodeBuffers`, reused from batch to batch.
 
 A `DecodeBatch` is passed to the model as both the cache (`update` stores each step's key/value)
 and the attention mask, an `AttentionLayout` (see `toolgym.policy.attention`).
@@ -22,10 +23,18 @@ from typing import Any
 import torch
 
 from toolgym.policy.attention import AttentionLayout
+from toolgym.policy.decode_buffers import DecodeBuffers
 from toolgym.policy.prefix_cache import LayerStates, common_prefix_length
 
 # Rows share a prefix only if it is at least this long: shorter ones save less than the gathers cost.
 MIN_SHARED_TOKENS = 32
+# Attention masks are allocated this many columns at a time: SDPA's memory-efficient CUDA kernel copies a
+# mask whose rows do not start at such a multiple, on every call.
+MASK_ALIGNMENT = 16
+
+
+def _aligned(columns: int) -> int:
+    return -(-columns // MASK_ALIGNMENT) * MASK_ALIGNMENT
 
 
 @dataclass
@@ -79,6 +88,7 @@ class DecodeBatch(AttentionLayout):
     """The states of a decode batch, written one token per row per step, and attention over them."""
 
     keys: list[torch.Tensor]  # per layer, in the dtype the prompt states came in
+    values: list[torch.Tensor]
 
     steps: int  # tokens decoded so far (each row has been fed this many since its prompt)
     budget: int  # the most steps the buffers hold
@@ -114,14 +124,19 @@ class DecodeBatch(AttentionLayout):
         """Attention of one query token per row over all its states: [rows, 1, heads, dim]."""
         raise NotImplementedError
 
-    def row_states(self, row: int, tokens: int) -> LayerStates:
-        """States of the first `tokens` tokens of a row (its prompt, then what it was fed while decoding)."""
+    def row_states(self, row: int, tokens: int, copy: bool = True) -> LayerStates:
+        """States of the first `tokens` tokens of a row (its prompt, then what it was fed while decoding).
+
+        `copy=False` may return views of this batch's buffers: only for use before they are reused."""
         raise NotImplementedError
 
 
-def new_decode_batch(rows: list[RowPrompt], groups: list[Group] | None, budget: int) -> DecodeBatch:
-    """Grouped layout when `groups` is given, else one padded row per prompt."""
-    return GroupedDecodeBatch(rows, groups, budget) if groups is not None else PaddedDecodeBatch(rows, budget)
+def new_decode_batch(rows: list[RowPrompt], groups: list[Group] | None, budget: int,
+                     buffers: DecodeBuffers | None = None) -> DecodeBatch:
+    """Grouped layout when `groups` is given, else one padded row per prompt; buffers from `buffers` (or new)."""
+    buffers = buffers if buffers is not None else DecodeBuffers()
+    return GroupedDecodeBatch(rows, groups, budget, buffers) if groups is not None else \
+        PaddedDecodeBatch(rows, budget, buffers)
 
 
 def _layer_count_and_shapes(rows: list[RowPrompt]) -> tuple[int, int, int, int, torch.dtype, torch.device]:
@@ -129,19 +144,24 @@ def _layer_count_and_shapes(rows: list[RowPrompt]) -> tuple[int, int, int, int, 
     return len(rows[0].states), keys.shape[0], keys.shape[-1], values.shape[-1], keys.dtype, keys.device
 
 
+def _per_layer(buffers: DecodeBuffers, name: str, layers: int, shape: tuple[int, ...], dtype: torch.dtype,
+               device: torch.device) -> list[torch.Tensor]:
+    """One reused buffer of [layers, *shape], as a view per layer."""
+    return list(buffers.take(name, (layers, *shape), dtype, device).unbind(0))
+
+
 class PaddedDecodeBatch(DecodeBatch):
     """Every row's whole history, left-padded to a common column: attention is one fused SDPA call."""
 
-    def __init__(self, rows: list[RowPrompt], budget: int) -> None:
+    def __init__(self, rows: list[RowPrompt], budget: int, buffers: DecodeBuffers | None = None) -> None:
         self.rows, self.size, self.budget, self.steps = rows, len(rows), max(budget, 1), 0
+        buffers = buffers if buffers is not None else DecodeBuffers()
         layers, kv_heads, key_dim, value_dim, dtype, device = _layer_count_and_shapes(rows)
         self.history = [len(r.token_ids) - 1 for r in rows]
         self.start = max(self.history)  # column of every row's last prompt token
         capacity = self.start + self.budget
-        self.keys = [torch.zeros((self.size, kv_heads, capacity, key_dim), dtype=dtype, device=device)
-                     for _ in range(layers)]
-        self.values = [torch.zeros((self.size, kv_heads, capacity, value_dim), dtype=dtype, device=device)
-                       for _ in range(layers)]
+        self.keys = _per_layer(buffers, "keys", layers, (self.size, kv_heads, capacity, key_dim), dtype, device)
+        self.values = _per_layer(buffers, "values", layers, (self.size, kv_heads, capacity, value_dim), dtype, device)
         for layer in range(layers):
             for index, row in enumerate(rows):
                 width = self.history[index]
@@ -149,7 +169,7 @@ class PaddedDecodeBatch(DecodeBatch):
                     row_keys, row_values = row.states[layer]
                     self.keys[layer][index, :, self.start - width : self.start] = row_keys[:, :width]
                     self.values[layer][index, :, self.start - width : self.start] = row_values[:, :width]
-        self.mask = torch.zeros((self.size, 1, 1, capacity), dtype=dtype, device=device)
+        self.mask = torch.zeros((self.size, 1, 1, _aligned(capacity)), dtype=dtype, device=device)
         for index, width in enumerate(self.history):
             self.mask[index, ..., : self.start - width] = float("-inf")
         self.padded = any(width != self.start for width in self.history)
@@ -168,10 +188,11 @@ class PaddedDecodeBatch(DecodeBatch):
         out = torch.nn.functional.scaled_dot_product_attention(packed, keys, values, attn_mask=mask, scale=scaling)
         return out.reshape(batch, heads, -1)[:, None]
 
-    def row_states(self, row: int, tokens: int) -> LayerStates:
+    def row_states(self, row: int, tokens: int, copy: bool = True) -> LayerStates:
         columns = slice(self.start - self.history[row], self.start - self.history[row] + tokens)
-        return [(keys[row, :, columns].clone(), values[row, :, columns].clone())
-                for keys, values in zip(self.keys, self.values, strict=True)]
+        states = [(keys[row, :, columns], values[row, :, columns]) for keys, values in zip(self.keys, self.values,
+                                                                                             strict=True)]
+        return [(k.clone(), v.clone()) for k, v in states] if copy else states
 
 
 class GroupedDecodeBatch(DecodeBatch):
@@ -180,13 +201,14 @@ class GroupedDecodeBatch(DecodeBatch):
     A group's columns hold [prefix | rest of slot 0's prompt | rest of slot 1's prompt | ...] packed
     from column 0, and from column `decoded_from` (the longest such packing over groups) the tokens
     fed while decoding, interleaved by slot (step t of slot s at decoded_from + t * slots + s), so a
-    step reads only the columns written so far. A row's queries are masked to the prefix, its own
-    prompt tail and its own decoded columns, so one matmul per layer scores all of a group's rows
-    and the prefix is read once. Keys are stored [dim, columns]: a plain GEMM, about twice as fast on
-    CPU as multiplying by a transposed view."""
+    step reads only the columns written so far. A group's rows (times the query heads of one kv head)
+    are the query lines of one SDPA call over the group's columns, each line masked to the prefix, its
+    own prompt tail and its own decoded columns: the prefix is read once per group per step."""
 
-    def __init__(self, rows: list[RowPrompt], groups: list[Group], budget: int) -> None:
+    def __init__(self, rows: list[RowPrompt], groups: list[Group], budget: int,
+                 buffers: DecodeBuffers | None = None) -> None:
         self.rows, self.size, self.budget, self.steps, self.groups = rows, len(rows), max(budget, 1), 0, groups
+        buffers = buffers if buffers is not None else DecodeBuffers()
         layers, kv_heads, key_dim, value_dim, dtype, device = _layer_count_and_shapes(rows)
         self.kv_heads, self.dtype, self.device = kv_heads, dtype, device
         self.slots = max(len(g.rows) for g in groups)
@@ -203,22 +225,21 @@ class GroupedDecodeBatch(DecodeBatch):
         self.tail_prompt = [len(r.token_ids) - 1 - p for r, p in zip(rows, self.prefix_of, strict=True)]
         self.decoded_from = max(packed)
         self.width = self.decoded_from + self.budget * self.slots
-        shape = (len(groups), kv_heads)
-        self.keys = [torch.zeros((*shape, key_dim, self.width), dtype=dtype, device=device) for _ in range(layers)]
-        self.values = [torch.zeros((*shape, self.width, value_dim), dtype=dtype, device=device)
-                       for _ in range(layers)]
+        shape = (len(groups), kv_heads, self.width)
+        self.keys = _per_layer(buffers, "keys", layers, (*shape, key_dim), dtype, device)
+        self.values = _per_layer(buffers, "values", layers, (*shape, value_dim), dtype, device)
         for layer in range(layers):
             keys, values = self.keys[layer], self.values[layer]
             for g, group in enumerate(groups):
                 donor_keys, donor_values = rows[group.rows[0]].states[layer]
-                keys[g, :, :, : group.prefix_length] = donor_keys[:, : group.prefix_length].transpose(-1, -2)
+                keys[g, :, : group.prefix_length] = donor_keys[:, : group.prefix_length]
                 values[g, :, : group.prefix_length] = donor_values[:, : group.prefix_length]
             for row in range(self.size):
                 start, tail, first = self.prefix_of[row], self.tail_prompt[row], self.first_column[row]
                 if tail:
                     row_keys, row_values = rows[row].states[layer]
                     group = self.group_of[row]
-                    keys[group, :, :, first : first + tail] = row_keys[:, start : start + tail].transpose(-1, -2)
+                    keys[group, :, first : first + tail] = row_keys[:, start : start + tail]
                     values[group, :, first : first + tail] = row_values[:, start : start + tail]
         self.row_group = torch.tensor(self.group_of, dtype=torch.long, device=device)
         self.row_slot = torch.tensor(self.slot_of, dtype=torch.long, device=device)
@@ -239,9 +260,12 @@ class GroupedDecodeBatch(DecodeBatch):
             row_index = ((group * kv_heads + head.view(1, kv_heads, 1)) * slots * repeats + slot * repeats
                          + repeat.view(1, 1, repeats)).reshape(-1)
             mask_lines = (group * slots * repeats + slot * repeats + repeat.view(1, 1, repeats))[:, 0]
-            mask = torch.full((groups, slots * repeats, self.width), float("-inf"), dtype=self.dtype, device=device)
+            mask = torch.full((groups, slots * repeats, _aligned(self.width)), float("-inf"), dtype=self.dtype,
+                              device=device)
             for g, group_spec in enumerate(self.groups):
                 mask[g, :, : group_spec.prefix_length] = 0.0
+                # a group with fewer rows than `slots` has unused query lines: one open column keeps them finite
+                mask[g, len(group_spec.rows) * repeats :, 0] = 0.0
             for row in range(self.size):
                 lines = slice(self.slot_of[row] * repeats, (self.slot_of[row] + 1) * repeats)
                 first = self.first_column[row]
@@ -255,7 +279,7 @@ class GroupedDecodeBatch(DecodeBatch):
     def _write(self, layer: int, keys: torch.Tensor, values: torch.Tensor) -> None:
         columns = self.row_slot + (self.decoded_from + self.steps * self.slots)
         # under autocast the new step's states come out bf16 while the prompt's are fp32; index_put wants one dtype
-        self.keys[layer][self.row_group, :, :, columns] = keys.to(self.keys[layer].dtype)
+        self.keys[layer][self.row_group, :, columns] = keys.to(self.keys[layer].dtype)
         self.values[layer][self.row_group, :, columns] = values.to(self.values[layer].dtype)
 
     def attend(self, layer: int, query: torch.Tensor, scaling: float) -> torch.Tensor:
@@ -265,24 +289,23 @@ class GroupedDecodeBatch(DecodeBatch):
         mask = self._masks[repeats]
         if layer == 0:  # open this step's column to its own row's queries
             columns = self.row_slot + (self.decoded_from + self.steps * self.slots)
-            mask.view(-1, self.width)[mask_lines, columns[:, None]] = 0.0
+            mask.view(-1, mask.shape[-1])[mask_lines, columns[:, None]] = 0.0
         end = self.decoded_from + (self.steps + 1) * self.slots
-        grouped = (query * scaling).reshape(-1, dim)[group_index].view(len(self.groups), self.kv_heads, -1, dim)
-        scores = torch.matmul(grouped, self.keys[layer][..., :end]).float()
-        scores += mask[:, None, :, :end]
-        probs = torch.softmax(scores, dim=-1).to(self.values[layer].dtype)
-        out = torch.matmul(probs, self.values[layer][:, :, :end])
-        return out.reshape(-1, out.shape[-1])[row_index].view(batch, heads, -1)[:, None].to(query.dtype)
+        grouped = query.reshape(-1, dim)[group_index].view(len(self.groups), self.kv_heads, -1, dim)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            grouped, self.keys[layer][:, :, :end], self.values[layer][:, :, :end], attn_mask=mask[:, None, :, :end],
+            scale=scaling)
+        return out.reshape(-1, out.shape[-1])[row_index].view(batch, heads, -1)[:, None]
 
-    def row_states(self, row: int, tokens: int) -> LayerStates:
+    def row_states(self, row: int, tokens: int, copy: bool = True) -> LayerStates:
         start, group, first, tail = self.prefix_of[row], self.group_of[row], self.first_column[row], self.tail_prompt[row]
         decoded = tokens - start - tail
         if decoded < 0:
             raise ValueError(f"row {row} has {start + tail} prompt states; asked for the first {tokens} only")
         spans = [slice(0, start), slice(first, first + tail),
                  slice(self.decoded_from + self.slot_of[row], self.decoded_from + decoded * self.slots, self.slots)]
-        return [
-            (torch.cat([keys[group, :, :, span] for span in spans], dim=-1).transpose(-1, -2).contiguous(),
+        return [  # a row's columns are not contiguous: always a copy
+            (torch.cat([keys[group, :, span] for span in spans], dim=1),
              torch.cat([values[group, :, span] for span in spans], dim=1))
             for keys, values in zip(self.keys, self.values, strict=True)
         ]
