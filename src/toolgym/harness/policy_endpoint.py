@@ -10,14 +10,13 @@ with the task's reference calls. Sampling fields a request leaves unset take the
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from toolgym.chat.parse import ToolCallParser, get_parser, screen_calls
 from toolgym.chat.render import PromptStyle, Renderer
@@ -25,7 +24,7 @@ from toolgym.harness.recording import Prompt
 from toolgym.harness.session import EpisodeSession
 from toolgym.policy.base import Generation, GenerationRequest, Policy, PolicyError, SamplingParams
 from toolgym.policy.grammar import literal
-from toolgym.policy.server import check_prompt
+from toolgym.policy.server import check_prompt, event_stream, strip_stop
 from toolgym.policy.server_chat import (
     ChatChoice,
     Reply,
@@ -67,24 +66,6 @@ def _limits(policy: Policy) -> ModelLimits:
         context = length if isinstance(length, int) and 0 < length < 10**8 else 0
     vocab = int(getattr(policy, "vocab_size", 0) or (len(tokenizer) if tokenizer is not None else 2**31 - 1))
     return ModelLimits(context, vocab)
-
-
-def _strip_stop(text: str, stops: list[str]) -> str:
-    """OpenAI semantics: the matched stop string is not part of the returned text."""
-    for stop in stops:
-        at = text.find(stop)
-        if at >= 0:
-            text = text[:at]
-    return text
-
-
-def _sse(chunks: Iterator[dict[str, Any]]) -> StreamingResponse:
-    def events() -> Iterator[str]:
-        for chunk in chunks:
-            yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
-        yield "data: [DONE]\n\n"
-
-    return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
 
 class PolicyEndpoint:
@@ -199,7 +180,7 @@ class PolicyEndpoint:
             sampling=sampling, prompt_ids=prompt_ids, grammar=rule.grammar, task=session.task,
             turn=session.requests, sample_index=session.sample_index))
         prompt.ids = prompt_ids
-        text = rule.prefill + _strip_stop(self.renderer.decode(generation.completion_ids), sampling.stop)
+        text = rule.prefill + strip_stop(self.renderer.decode(generation.completion_ids), sampling.stop)
         return prompt, generation, build_reply(text, generation.finish_reason, self.parser, chat), sampling
 
     async def _chat_reply(self, session: EpisodeSession, chat: ChatRequest) -> tuple[Prompt, Generation, Reply,
@@ -262,4 +243,4 @@ class PolicyEndpoint:
             if chat.include_usage:
                 yield {**head, "object": "chat.completion.chunk", "choices": [], "usage": usage}
 
-        return _sse(chunks())
+        return event_stream(chunks())

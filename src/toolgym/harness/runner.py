@@ -39,12 +39,8 @@ from toolgym.policy.base import Policy, SamplingParams
 from toolgym.rollout.results import (
     RESULTS_FILE,
     episode_to_row,
-    read_rows,
-    repair_torn_tail,
-    rewrite_rows,
-    row_key,
 )
-from toolgym.rollout.runner import RolloutSummary, tasks_digest
+from toolgym.rollout.runner import RolloutSummary, resume_rows, tasks_digest
 from toolgym.rollout.worker import error_episode
 from toolgym.schema import Task
 from toolgym.schema.jsonl import JsonlWriter
@@ -136,16 +132,7 @@ async def run_harness(
                        "max_turns": max_turns, "prompt_style": style, "task_count": len(tasks), **(config or {})},
         }
         _check_resume(out, manifest)
-        summary = RolloutSummary(out_dir=str(out))
-        summary.repaired_bytes = repair_torn_tail(results_path)
-        existing = read_rows(results_path)
-        if retry_errors and any(r.get("status") == "error" for r in existing):
-            existing = [r for r in existing if r.get("status") != "error"]
-            rewrite_rows(results_path, existing)
-        done = {row_key(r) for r in existing}
-        for row in existing:
-            summary.add(row)
-        summary.skipped = len(done)
+        summary, done = resume_rows(results_path, retry_errors=retry_errors)
         write_manifest(out, "harness", status="running", **manifest)
         pending = deque((t, i) for t in tasks for i in range(samples_per_task) if (t.id, i) not in done)
         harness = HarnessCommand(command=command, timeout_s=timeout_s, max_turns=max_turns, seed=sampling.seed,

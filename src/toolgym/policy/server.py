@@ -130,7 +130,7 @@ def _usage(prompt_tokens: int, generations: Sequence[Generation]) -> dict[str, i
     return {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "total_tokens": prompt_tokens + completion}
 
 
-def _strip_stop(text: str, stops: list[str]) -> str:
+def strip_stop(text: str, stops: list[str]) -> str:
     """OpenAI semantics: the matched stop string is not part of the returned text."""
     for stop in stops:
         at = text.find(stop)
@@ -139,7 +139,7 @@ def _strip_stop(text: str, stops: list[str]) -> str:
     return text
 
 
-def _event_stream(chunks: Iterator[dict[str, Any]]) -> StreamingResponse:
+def event_stream(chunks: Iterator[dict[str, Any]]) -> StreamingResponse:
     """Server-sent events, one chunk per `data:` line, ending with `data: [DONE]` as OpenAI's do."""
 
     def events() -> Iterator[str]:
@@ -251,7 +251,7 @@ def create_app(served: ServedModel, guard: GuardSettings | None = None) -> FastA
         )))
         choices = []
         for generation, sampling in zip(generations, samplings, strict=True):
-            reply_text = rule.prefill + _strip_stop(renderer.decode(generation.completion_ids), sampling.stop)
+            reply_text = rule.prefill + strip_stop(renderer.decode(generation.completion_ids), sampling.stop)
             reply = build_reply(reply_text, generation.finish_reason, parser, chat)
             logprobs = None
             if chat.logprobs:
@@ -273,7 +273,7 @@ def create_app(served: ServedModel, guard: GuardSettings | None = None) -> FastA
             if chat.include_usage:
                 yield {**head, "object": "chat.completion.chunk", "choices": [], "usage": usage}
 
-        return _event_stream(chunks())
+        return event_stream(chunks())
 
     async def completion_choice(job: CompletionRequest, prompt_ids: list[int], generation: Generation, sampling: SamplingParams,
                                 index: int) -> dict[str, Any]:
@@ -281,7 +281,7 @@ def create_app(served: ServedModel, guard: GuardSettings | None = None) -> FastA
         text_ids = [i for i in generation.completion_ids if not (skip_special and i in policy.eos_token_ids)]
         text = policy.tokenizer.decode(text_ids, skip_special_tokens=skip_special)
         if not job.include_stop:
-            text = _strip_stop(text, sampling.stop)
+            text = strip_stop(text, sampling.stop)
         choice: dict[str, Any] = {
             "index": index,
             "text": text,
@@ -344,7 +344,7 @@ def create_app(served: ServedModel, guard: GuardSettings | None = None) -> FastA
             if job.include_usage:
                 yield {**head, "choices": [], "usage": usage}
 
-        return _event_stream(chunks())
+        return event_stream(chunks())
 
     return app
 

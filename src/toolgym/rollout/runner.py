@@ -253,6 +253,22 @@ def open_ray_pool(
                          parser=parser)
 
 
+def resume_rows(results_path: Path, *, retry_errors: bool) -> tuple[RolloutSummary, set[tuple[str, int]]]:
+    """What a resumed run already holds: a torn last line repaired, errored rows dropped when they are to be
+    retried, the rest counted; returns the summary so far and the (task, sample) keys not to run again."""
+    summary = RolloutSummary(out_dir=str(results_path.parent))
+    summary.repaired_bytes = repair_torn_tail(results_path)
+    existing = read_rows(results_path)
+    if retry_errors and any(r.get("status") == "error" for r in existing):
+        existing = [r for r in existing if r.get("status") != "error"]
+        rewrite_rows(results_path, existing)
+    done = {row_key(r) for r in existing}
+    for row in existing:
+        summary.add(row)
+    summary.skipped = len(done)
+    return summary, done
+
+
 async def run_rollout(
     tasks: list[Task],
     policy: PolicySource,
@@ -327,16 +343,7 @@ async def run_rollout(
             },
         }
         _check_resume(out, manifest)
-        summary = RolloutSummary(out_dir=str(out))
-        summary.repaired_bytes = repair_torn_tail(results_path)
-        existing = read_rows(results_path)
-        if retry_errors and any(r.get("status") == "error" for r in existing):
-            existing = [r for r in existing if r.get("status") != "error"]
-            rewrite_rows(results_path, existing)
-        done = {row_key(r) for r in existing}
-        for row in existing:
-            summary.add(row)
-        summary.skipped = len(done)
+        summary, done = resume_rows(results_path, retry_errors=retry_errors)
         write_manifest(out, "rollout", status="running", **manifest)
 
         pending = deque(
