@@ -372,6 +372,7 @@ for _ in range(2):
     optimizer.step()
     optimizer.zero_grad()
 export_on_main(accelerator, model, load_tokenizer(model_dir), model_dir, f"{out}/{mode}")
+accelerator.end_training()  # gloo's threads joined before exit, as the trainers do (else an abort at shutdown)
 '''
 
 
