@@ -109,6 +109,13 @@ def work_problems(sides: dict[str, dict[str, Any]], tolerance: float, min_tool_c
     return found
 
 
+def side_line(label: str, side: dict[str, Any], repeats: int) -> str:
+    """One side's rate with its spread and the work it did, as every rollout bench prints it."""
+    return (f"{label}: {side['median']:8.1f} episodes/min (median of {repeats}, min–max {side['min']:.1f}–"
+            f"{side['max']:.1f}) · {side['completion_tokens_per_episode']:.1f} completion tokens, "
+            f"{side['turns_per_episode']:.2f} turns, {side['tool_calls_per_episode']:.2f} tool calls per episode")
+
+
 def finish(result: dict[str, Any], out: Path | None) -> None:
     """Write the JSON, then exit non-zero with the reasons when the sides' work differed."""
     if out is not None:
@@ -242,9 +249,7 @@ def compare_engines(args: argparse.Namespace) -> None:
     }
     result["problems"] = work_problems(sides, args.work_tolerance, args.min_tool_calls)
     for name, side in sides.items():
-        print(f"{name:>5}: {side['median']:8.1f} episodes/min (median of {args.repeats}, min–max {side['min']:.1f}–"
-              f"{side['max']:.1f}) · {side['completion_tokens_per_episode']:.1f} completion tokens, "
-              f"{side['turns_per_episode']:.2f} turns, {side['tool_calls_per_episode']:.2f} tool calls per episode")
+        print(side_line(f"{name:>5}", side, args.repeats))
     ratio = result["ratios"]["work/base"]
     cpu_ratio = [b / w for b, w in zip(cpu["base"], cpu["work"], strict=True)]
     print(f"work / base: {ratio['median']:.2f}x episodes/min (per run {ratio['min']:.2f}–{ratio['max']:.2f}x); "
@@ -305,9 +310,7 @@ def main() -> None:
     }
     result["problems"] = work_problems(sides, args.work_tolerance, args.min_tool_calls)
     for name, side in sides.items():
-        print(f"{name:>8}: {side['median']:8.1f} episodes/min (median of {args.repeats}, min–max {side['min']:.1f}–"
-              f"{side['max']:.1f}) · {side['completion_tokens_per_episode']:.1f} completion tokens, "
-              f"{side['turns_per_episode']:.2f} turns, {side['tool_calls_per_episode']:.2f} tool calls per episode")
+        print(side_line(f"{name:>8}", side, args.repeats))
     ratio = result["ratios"]["batched/serial"]
     print(f"batched / serial: {ratio['median']:.2f}x (per run {ratio['min']:.2f}–{ratio['max']:.2f}x) · "
           f"load {os.getloadavg()[0]:.2f}")

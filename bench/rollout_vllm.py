@@ -34,6 +34,7 @@ def main() -> None:
         episode_work,
         finish,
         ratio_summary,
+        side_line,
         side_summary,
         work_problems,
     )
@@ -100,9 +101,7 @@ def main() -> None:
     }
     result["problems"] = work_problems(sides, args.work_tolerance, args.min_tool_calls)
     for name, side in sides.items():
-        print(f"{name:>5} engine: {side['median']:8.1f} episodes/min (median of {args.repeats}, min–max "
-              f"{side['min']:.1f}–{side['max']:.1f}) · {side['completion_tokens_per_episode']:.1f} completion tokens, "
-              f"{side['turns_per_episode']:.2f} turns, {side['tool_calls_per_episode']:.2f} tool calls per episode")
+        print(side_line(f"{name:>5} engine", side, args.repeats))
     ratio = result["ratios"]["vllm/hf"]
     print(f"vllm / hf: {ratio['median']:.2f}x (per run {ratio['min']:.2f}–{ratio['max']:.2f}x) · "
           f"load {os.getloadavg()[0]:.2f}")

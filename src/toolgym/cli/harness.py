@@ -37,11 +37,12 @@ def run(
     from toolgym.cli.runnable_tasks import load_runnable_tasks
     from toolgym.dataset.manifest import sha256_file
     from toolgym.harness.runner import HarnessError, run_harness
-    from toolgym.policy.base import Policy, SamplingParams
-    from toolgym.policy.spec import make_policy
+    from toolgym.policy.base import Policy
+    from toolgym.policy.engines import build_policy
     from toolgym.rollout.runner import RolloutInterrupted, run_until_signalled
 
-    if settings.tasks is None or settings.command is None or settings.policy is None or settings.out is None:
+    spec = settings.policy_spec
+    if settings.tasks is None or settings.command is None or spec is None or settings.out is None:
         raise usage_error("toolgym harness run needs --tasks, --command, --policy and --out "
                           "(or tasks, command, policy and out in --config)")
     policy, out = settings.policy, Path(settings.out)
@@ -51,15 +52,13 @@ def run(
         style = settings.chat_prompt_style()
     except (FileNotFoundError, ValueError) as exc:
         raise usage_error(exc) from exc
-    sampling = SamplingParams(temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k,
-                              max_new_tokens=settings.max_new_tokens, seed=settings.seed)
-    hf_kwargs = {"max_batch_size": settings.max_batch_size} if policy.startswith("hf:") else {}
+    sampling = settings.to_params(seed=settings.seed)
     tokenizer = Path(settings.tokenizer) if settings.tokenizer else None
 
     def policy_factory() -> Policy:
-        return make_policy(policy, device=settings.device, tokenizer_dir=tokenizer,
-                           api_key=os.environ.get("OPENAI_API_KEY"), prompt_style=settings.prompt_style,
-                           default_prompt_style=style, **hf_kwargs)
+        return build_policy(spec, device=settings.device, max_batch_size=settings.max_batch_size,
+                            tokenizer_dir=tokenizer, api_key=os.environ.get("OPENAI_API_KEY"),
+                            prompt_style=settings.prompt_style, default_prompt_style=style)
 
     console.print(f"harness: {len(selected)} task(s) × {settings.samples_per_task} sample(s) of "
                   f"{settings.command!r} with {policy} → {out}", markup=False, highlight=False)

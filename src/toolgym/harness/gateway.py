@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import hmac
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,10 +175,3 @@ class Gateway:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
-
-
-@contextlib.asynccontextmanager
-async def running_gateway(endpoint: PolicyEndpoint) -> AsyncIterator[Gateway]:
-    """A started gateway for the duration of the block."""
-    async with Gateway(endpoint) as gateway:
-        yield gateway
