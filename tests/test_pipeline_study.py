@@ -37,7 +37,9 @@ def test_study_yaml_is_the_quickstart_over_seeds_with_a_larger_held_out_split() 
         "out", "tasks.build.tasks_per_family", "tasks.build.heldout_task_fraction", "tasks.eval_limit_seed"}
     assert all(key in a and key not in b for key in changed if key.startswith("eval.stage_settings."))  # dropped
     assert {key for key in changed if key.startswith("study.")} == {
-        "study.seeds", "study.teacher_follows_seed", "study.grpo_variants.turn.advantage.credit"}
+        "study.seeds", "study.teacher_follows_seed", "study.grpo_variants.turn.advantage.credit",
+        "study.grpo_variants.turn_shared.advantage.credit", "study.grpo_variants.turn_shared.advantage.turn_discount"}
+    assert study.study.grpo_variants["turn_shared"]["advantage"]["turn_discount"] == 0.9
     assert study.study.seeds == [0, 1, 2] and quickstart.study.seeds == []
     assert study.tasks.build.tasks_per_family == 145 and study.tasks.build.heldout_task_fraction == 0.24
     assert study.tasks.limit_for("heldout_tasks") is None and study.tasks.limit_for("heldout_env") == 24
