@@ -39,7 +39,10 @@ def test_study_yaml_is_the_quickstart_over_seeds_with_a_larger_held_out_split() 
     assert {key for key in changed if key.startswith("study.")} == {
         "study.seeds", "study.teacher_follows_seed", "study.grpo_variants.turn.advantage.credit",
         "study.grpo_variants.turn_shared.advantage.credit", "study.grpo_variants.turn_shared.advantage.turn_discount",
-        "study.grpo_variants.turn_light.advantage.credit", "study.grpo_variants.turn_light.advantage.turn_weight"}
+        "study.grpo_variants.turn_light.advantage.credit", "study.grpo_variants.turn_light.advantage.turn_weight",
+        "study.grpo_variants.turn_light_shared.advantage.credit",
+        "study.grpo_variants.turn_light_shared.advantage.turn_weight",
+        "study.grpo_variants.turn_light_shared.advantage.turn_discount"}
     assert study.study.grpo_variants["turn_shared"]["advantage"]["turn_discount"] == 0.9
     assert study.study.seeds == [0, 1, 2] and quickstart.study.seeds == []
     assert study.tasks.build.tasks_per_family == 145 and study.tasks.build.heldout_task_fraction == 0.24
